@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers_session_cache import flags_key, shared_output
 
 from workbench.core.params import parameter_from_dict
@@ -250,6 +251,10 @@ of each host compile was this code generated again (0.2 s of g++ CPU a program).
 
 
 #: g++'s options for every host program (a precompiled header is used only under the same).
+#: the host tier's mark: a test that compiles a kernel for the CPU with g++
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host runs")
+
 HOST_GXX_FLAGS = ("-O1", "-w")
 
 #: How host programs are linked: with gold where binutils has it (0.04 s of CPU a program

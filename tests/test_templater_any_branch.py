@@ -16,13 +16,12 @@ WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen18
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -32,8 +31,6 @@ from workbench.templater import offline_template
 
 BESSEL = held_back_unseen18.SET.root / "besselj0_miller_f64"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: A two-term float recurrence by another hand: counting up, the rescale's test negated, the
 #: ``if`` right after the step (one run of item statements with it), a helper for the start.

@@ -15,20 +15,17 @@ of the six host cases fail (the repro at 512, the first-warp spelling at 512, th
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import _assert_same, _inputs, folder_runs
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.semantic import lift_kernel
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 
 TOML = """name = "rowsum"
 description = "out[r] = the sum of row r of x"

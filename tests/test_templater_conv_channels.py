@@ -19,7 +19,6 @@ refused with the line.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from helpers_templater import (
     end_configs,
     host_sample,
     lifted_template,
+    needs_gxx,
     run_on_host,
 )
 from test_corpus_unseen3 import (
@@ -44,7 +44,6 @@ from test_corpus_unseen3 import (
 
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 
 @dataclass(frozen=True)
 class Spelling:

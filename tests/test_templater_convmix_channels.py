@@ -15,7 +15,6 @@ line. ptxas -v on the corners: tests/test_templater_convmix_ptxas.py.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from helpers_templater import (
     end_configs,
     host_sample,
     lifted_template,
+    needs_gxx,
     run_on_host,
 )
 from test_corpus_unseen3 import (
@@ -40,7 +40,6 @@ from test_corpus_unseen3 import (
 
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 KNOB = "CO_PER_THREAD"
 
 

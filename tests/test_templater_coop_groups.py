@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -38,7 +38,6 @@ from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.semantic import lift_kernel
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 
 #: The kernel `workbench init` made the folder of (issue 28's first contact with cooperative
 #: groups: nothing lifted).

@@ -19,7 +19,6 @@ count for count (an item runs the statements it ran as written, in order: the sa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import held_back_unseen10
 import numpy as np
 import pytest
 from held_back_harness import respelled
-from helpers_templater import end_configs
+from helpers_templater import end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -50,8 +49,6 @@ KNOBS = ("BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "CHECK_EVERY", "MIN_BLOCKS_PE
 MIXES = [{"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_PER_THREAD": 4},
          {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 4},
          {"BLOCK_X": 128, "BLOCK_Y": 1, "ITEMS_PER_THREAD": 8, "CHECK_EVERY": 4}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: A second spelling: the orbit in a `while` of a helper given the point as two doubles,
 #: a constexpr bound, blockDim in the index (threadIdx first), an early return, the count

@@ -28,7 +28,6 @@ every residue mod 4 (:func:`_edge_inputs`).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ import held_back_unseen10
 import numpy as np
 import pytest
 from held_back_harness import respelled
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -59,8 +58,6 @@ MIXES = [{"WARPS_PER_BLOCK": 4, "LANES": 8, "ILP": 4, "LDG": 1},
          {"WARPS_PER_BLOCK": 16, "LANES": 2, "ILP": 2, "MIN_BLOCKS_PER_SM": 2},
          {"WARPS_PER_BLOCK": 2, "LANES": 32, "ILP": 2},
          {"WARPS_PER_BLOCK": 4, "LANES": 4, "ILP": 1, "MIN_BLOCKS_PER_SM": 4}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same segmented sum by another hand: an index walk declared before an open ``for``
 #: (with a declaration between), the lane and warp as ``& 31`` / ``>> 5``, a constexpr

@@ -22,7 +22,6 @@ first) against the kernel as written, bit for bit.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ import held_back_unseen11
 import numpy as np
 import pytest
 from held_back_harness import respelled
-from helpers_templater import end_configs
+from helpers_templater import end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -51,8 +50,6 @@ MIXES = [{"BLOCK_THREADS": 64, "T_ITEMS": 8, "USE_SMEM": 1},
          {"BLOCK_THREADS": 96, "T_ITEMS": 4, "USE_SMEM": 0},
          {"BLOCK_THREADS": 1024, "T_ITEMS": 2, "USE_SMEM": 1, "MIN_BLOCKS_PER_SM": 2},
          {"BLOCK_THREADS": 128, "T_ITEMS": 8, "USE_SMEM": 0, "MIN_BLOCKS_PER_SM": 4}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same filter by another hand: no struct, the channel's rows through two locals, an
 #: early return, the index ``threadIdx.x + blockDim.x * blockIdx.x``, a ``constexpr`` tap

@@ -22,14 +22,13 @@ the kernel as written, bit for bit; the two spellings the same way at their corn
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import held_back_unseen11
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -51,8 +50,6 @@ MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 2},
          {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
          {"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8, "MIN_BLOCKS_PER_SM": 2}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same pattern by other hands: a periodic 1-D smoother in a grid-stride loop, its left
 #: neighbour wrapped by ``% n`` written inline, its right one by subtracting the periods a

@@ -30,14 +30,13 @@ spelling the same way.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import held_back_unseen11
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -58,8 +57,6 @@ MIXES = [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "FAST_MATH": 1, "MIN_BLOCK
 #: The host forms of what FAST_DIV writes (rsqrtf is the harness's own).
 HOST_EXTRAS = "#define __fdividef(a, b) ((a) / (b))\n"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same pattern by other hands: an oscillator's state in a struct set by a method from
 #: the item's place, advanced by a method in a loop of a runtime length, read by a const

@@ -28,14 +28,19 @@ in double at the same kinds of config; and a non-square tile forced past the spa
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import held_back_unseen11
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, end_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    end_configs,
+    lifted_template,
+    needs_gxx,
+    run_on_host,
+)
 from test_corpus_unseen3 import (
     HOST_PRELUDE,
     _assert_same,
@@ -60,8 +65,6 @@ MIXES = [{"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4},
          {"BM": 32, "BN": 32, "BK": 8, "TM": 2, "TN": 2, "VEC": 4},
          {"BM": 32, "BN": 32, "BK": 16, "TM": 4, "TN": 2, "VEC": 4},
          {"BM": 128, "BN": 128, "BK": 16, "TM": 8, "TN": 8, "VEC": 4}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def test_the_class_template_syrk_lifts_the_register_tile_on_a_square_block() -> None:

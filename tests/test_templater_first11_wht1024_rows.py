@@ -22,13 +22,12 @@ bit for bit; the check shape's 5 rows leave blocks partly past the end at 2, 4 a
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import held_back_unseen11
 import pytest
-from helpers_templater import end_configs
+from helpers_templater import end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -59,8 +58,6 @@ MIXES = [{"BLOCK_THREADS": 256, "ROWS_PER_BLOCK": 1, "REG_STAGES": 1, "SHFL": 1,
          {"BLOCK_THREADS": 512, "REG_STAGES": 1, "SHFL": 1, "VEC": 2}]
 #: The bitonic sort's: REG_STAGES refused (its compare-exchange's direction reads the item).
 BITONIC_KNOBS = ("BLOCK_THREADS", "ROWS_PER_BLOCK", "VEC", "MIN_BLOCKS_PER_SM")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same pattern by another hand: a bitonic sort of each 1024-key row, 512 threads a row
 #: in shared memory (one compare-exchange a thread a stage), the thread an ``unsigned``

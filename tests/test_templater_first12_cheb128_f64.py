@@ -27,7 +27,6 @@ in order).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ import held_back_unseen12
 import numpy as np
 import pytest
 from held_back_harness import prepended, respelled
-from helpers_templater import end_configs, host_sample
+from helpers_templater import end_configs, host_sample, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -51,8 +50,6 @@ from workbench.templater.semantic import lift_kernel
 FOLDER = held_back_unseen12.ROOT / "cheb128_f64"
 DIGAMMA = held_back_unseen9.ROOT / "digamma_f64"
 KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "TABLE", "MIN_BLOCKS_PER_SM")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: A second spelling: a Horner sum counting up in a helper that returns float from a double
 #: accumulator, the point clamped by fminf/fmaxf, the call an operand of arithmetic in double

@@ -20,7 +20,6 @@ rewriting is checked here and its 2 ulp against the folder's tolerance by the GP
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import held_back_unseen12
 import numpy as np
 import pytest
 from held_back_harness import prepended, respelled
-from helpers_templater import end_configs, host_sample
+from helpers_templater import end_configs, host_sample, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -43,8 +42,6 @@ from workbench.templater.semantic import lift_kernel
 FOLDER = held_back_unseen12.ROOT / "expm4_taylor"
 #: The host forms of the CUDA built-ins the lifts use beyond the set's prelude.
 HOST = prepended("#define __fdividef(a, b) ((a) / (b))\n")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: A second spelling: a 2-D member array, the block index second, a guarded body, the
 #: series a counted `for` an item leaves by `break`, the term divided by the int counter.

@@ -31,7 +31,6 @@ the folder's tolerance (TABLE 0 and CHECK_EVERY 1 bit for bit: the kernel as wri
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import held_back_unseen13
 import numpy as np
 import pytest
 from held_back_harness import respelled
-from helpers_templater import end_configs, host_sample
+from helpers_templater import end_configs, host_sample, needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -54,8 +53,6 @@ from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen13.ROOT / "bessel_i0_series"
 KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "CHECK_EVERY", "TABLE", "MIN_BLOCKS_PER_SM")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: sinh(x) / x = sum x^2k / (2k + 1)!: a for (;;) leaving by a break, its counter from 0.
 SINHC = """extern "C" __global__ void bessel_i0_series(float* __restrict__ y,

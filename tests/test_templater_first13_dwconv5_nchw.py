@@ -18,13 +18,12 @@ the all-ends configs against the kernel as written, bit for bit; the spelling th
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen13
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -44,8 +43,6 @@ MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8},
          {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
          {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 4, "MIN_BLOCKS_PER_SM": 2}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same pattern by another hand: 3 x 3 taps stepped as the inner loop's last statement
 #: and read as ``f[0]``, bounds through macros, blockIdx.z the plane b * ch + channel.

@@ -30,13 +30,12 @@ the lift's knobs, mixes and the all-ends configs against the kernel as written, 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen14
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -59,8 +58,6 @@ MIXES = [{"BLOCK_Y": 4, "ITEMS_X": 4, "STAGE": 1, "UNROLL": 4},
 #: MIN_BLOCKS_PER_SM at the large shape (the expert's 5 x 3 x 2 x 3 = 90, less its rules).
 SPACE = 660
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same pattern by another hand: cos and sin in two float tables of one declaration, a
 #: macro bound, the flat index through blockDim.x, the row's offset written the other way

@@ -29,7 +29,7 @@ from pathlib import Path
 import held_back_unseen14
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -45,8 +45,6 @@ KNOBS = ("BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y", "USE_SMEM", "MIN_BLOCKS_PER
 MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_Y": 4, "USE_SMEM": 1},
          {"BLOCK_X": 16, "BLOCK_Y": 2, "ITEMS_X": 2, "ITEMS_Y": 8, "USE_SMEM": 1}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same filter by another hand: a free clamp helper, nested tap loops from -1 to 1, the
 #: work inside ``if (row < h && col < w)``, blockDim for the sizes, an insertion sort.

@@ -26,7 +26,6 @@ apron spellings' lifts compile with their by-copy lambdas.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ import held_back_unseen14
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import needs_nvcc, ptx_of
-from helpers_templater import FULL_MATRIX, end_configs, lifted_template
+from helpers_templater import FULL_MATRIX, end_configs, lifted_template, needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -49,8 +48,6 @@ EXPERT_PICK = {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 8, "STAGE": 0}
 MIXES = [{"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 4, "UNROLL": 2, "STAGE": 1,
           "MIN_BLOCKS_PER_SM": 2},
          {"BLOCK_THREADS": 1024, "ITEMS_PER_THREAD": 2, "UNROLL": 1}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: Another hand: a point array, a lambda with a result type looping over the coordinates,
 #: the running minimum by a compare, the body inside one ``if``.

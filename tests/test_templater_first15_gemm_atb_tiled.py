@@ -22,13 +22,12 @@ knobs and the all-ends configs against the kernel as written, bit for bit.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen15
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -43,8 +42,6 @@ KNOBS = ("BM", "BN", "BK", "TM", "TN", "VEC")
 #: loads on; the 37 x 29 x 45 check shape is a multiple of none of its tiles.
 MIXES = [{"BM": 64, "BN": 64, "BK": 32, "TM": 4, "TN": 4, "VEC": 4}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same product by another hand: no struct, a macro BS, the thread indices spelled out,
 #: if/else tile stores, the tile base stepped as ``base = base + BS``.

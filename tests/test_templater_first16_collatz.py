@@ -28,7 +28,7 @@ import held_back_unseen16
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import needs_nvcc
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -49,8 +49,6 @@ KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "CHECK_EVERY", "BRANCHLESS", "MIN_
 MIXES = [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 1, "CHECK_EVERY": 1},
          {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "CHECK_EVERY": 4, "BRANCHLESS": 1}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same count by another hand: a ``while (true)`` left by two exits, the step a ternary
 #: on ``x % 2``, the work under ``if (tid < n)``, and a cap of 100 steps that about half the

@@ -35,7 +35,6 @@ with ``WORKBENCH_FULL_MATRIX=1``) against the kernel as written: bit for bit wit
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ import held_back_unseen16
 import numpy as np
 import pytest
 from held_back_harness import prepended, respelled
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import _assert_same, _inputs, folder_runs
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
@@ -53,8 +52,6 @@ from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen16.SET.root / "kde2d_tiles"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same density by another hand: the tile a ``const int`` in a namespace, the weights
 #: and points staged as separate x / y arrays, an index loop over the tile bounded by min().

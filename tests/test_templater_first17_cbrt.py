@@ -20,7 +20,6 @@ WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,7 +27,7 @@ import held_back_unseen17
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import needs_nvcc
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -48,8 +47,6 @@ MIXES = [{"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 1, "UNROLL": 8, "DIV_RCP": 1
          {"BLOCK_THREADS": 192, "ITEMS_PER_THREAD": 2, "UNROLL": 40, "DIV_RCP": 0,
           "MIN_BLOCKS_PER_SM": 2}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same root by another hand: a macro whose parameters are named otherwise and whose
 #: body has no outer parentheses (``(g) - ...`` at the start of the assignment's value), a

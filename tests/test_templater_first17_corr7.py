@@ -48,13 +48,12 @@ WORKBENCH_FULL_MATRIX=1.
 from __future__ import annotations
 
 import itertools
-import shutil
 from pathlib import Path
 
 import held_back_unseen17
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -174,8 +173,6 @@ def _apron_notes(notes: tuple[str, ...]) -> list[str]:
     return [n for n in notes if n.startswith("OUT_XY: ")]
 
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def test_the_folders_flat_window_and_shared_filters_lift_the_experts_knobs() -> None:

@@ -17,14 +17,13 @@ WORKBENCH_FULL_MATRIX=1) within the folder's tolerance of the kernel as written.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen17
 import numpy as np
 import pytest
 from held_back_harness import BENCHMARKS, respelled
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -43,8 +42,6 @@ KNOBS = ("BLOCK_THREADS", "ITEMS_PER_THREAD", "RCP", "TERM_UNROLL", "MIN_BLOCKS_
 MIXES = [{"BLOCK_THREADS": 128, "ITEMS_PER_THREAD": 4, "RCP": 1, "TERM_UNROLL": 2},
          {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2, "RCP": 1, "TERM_UNROLL": 64}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same series by another hand: a counted ``for`` from 1 to 64 in the kernel's body,
 #: the odd divisor cast to double, the next term's dividend a product, an early return.

@@ -27,13 +27,12 @@ the grid clamped: host at the mix.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen18
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -165,8 +164,6 @@ KNOBS = {"TX", "TY", "RPT", "PAD"}
 FILL = ("for (int wb_e = threadIdx.y * (8 * TX) + threadIdx.x; wb_e < 64; "
         "wb_e += 8 * TX * (8 * TY / RPT)) {")
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(which: str, root: Path) -> KernelFolder:

@@ -23,14 +23,13 @@ WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import held_back_unseen18
 import pytest
 from held_back_harness import prepended, respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -48,8 +47,6 @@ from workbench.templater.smem_tiles import lift_tied_tiles
 BESSEL = held_back_unseen18.SET.root / "besselj0_miller_f64"
 HAVERSINE = held_back_unseen18.SET.root / "haversine_nearest"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The recurrence by another hand: the order a struct's static constexpr member, a template
 #: of two ints (the order and the rescale's exponent), a nested namespace reached through an

@@ -28,7 +28,6 @@ corners and more mixes under WORKBENCH_FULL_MATRIX=1.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ import numpy as np
 import pytest
 from held_back_harness import prepended, respelled
 from helpers_nvcc import needs_nvcc
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -66,8 +65,6 @@ MIXES = [LOADS_AHEAD, EXPERT_PICK,
          {"WARPS_PER_BLOCK": 32, "LANES": 4, "VEC": 4, "ITEMS_PER_THREAD": 4,
           "MIN_BLOCKS_PER_SM": 1}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: Another sequential chain by another hand: a row's maximum and its first index (a branch
 #: in the chain), the guard an int after the bound, ``warpSize`` as the lane mask and the

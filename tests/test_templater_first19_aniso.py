@@ -21,13 +21,12 @@ its knobs, the spelling at the default and a mix, against the kernel as written,
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen19
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -45,8 +44,6 @@ EXPERT_PICK = {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 4, "PAD": 1}
 MIXES = [EXPERT_PICK, {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 2, "OUT_Y": 2, "PAD": 1},
          {"BLOCK_X": 64, "BLOCK_Y": 2, "OUT_Y": 8, "MIN_BLOCKS_PER_SM": 4}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same step by another hand: built-in indices, constexpr sizes, a clamp helper, the
 #: flat fill over the block's linear thread id (a local), its column ``i - r * W`` (the

@@ -22,7 +22,6 @@ all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import held_back_unseen19
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import needs_nvcc
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -47,8 +46,6 @@ MIXES = [{"BLOCK_THREADS": 256, "ITEMS_PER_THREAD": 1, "UNROLL": 8, "STAGE": 0},
          {"BLOCK_THREADS": 192, "ITEMS_PER_THREAD": 2, "UNROLL": 4, "STAGE": 1,
           "MIN_BLOCKS_PER_SM": 2}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same integrator by another hand: a statement lambda whose parameters are the state's
 #: own names (``u, v, w``), called on the state and then on the midpoint, results through

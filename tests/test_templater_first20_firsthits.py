@@ -25,13 +25,12 @@ written (the all-ends corners too under WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen20
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -48,8 +47,6 @@ EXPERT_PICK = {"WARPS_PER_BLOCK": 2, "ROWS": 1, "AHEAD": 8, "LDG": 1}
 #: last three rows past the end; 100 columns: two rounds, the second partial).
 MIX = {"WARPS_PER_BLOCK": 1, "ROWS": 4, "AHEAD": 2, "LDG": 0}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same kernel by another hand: a file-scope ``constexpr`` for the warps a block (on the
 #: right of the product), the lane from a helper, the row's work under ``if (row < rows)``,

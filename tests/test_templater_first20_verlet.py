@@ -23,7 +23,6 @@ Host (g++): the three lifts at the default and a mix bit for bit against the ker
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -31,7 +30,7 @@ import held_back_unseen20
 import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_nvcc import needs_nvcc
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -51,8 +50,6 @@ MIX = {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 4, "UNROLL": 2, "FAST_MATH": 1,
        "MIN_BLOCKS_PER_SM": 2}
 KNOBS = {"BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_MATH"}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same integrator by another hand: a struct of two named members, the inverse distance
 #: a ``static_cast`` one over the root of a local, cubed inline, the work under ``if (t <

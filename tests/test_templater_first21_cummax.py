@@ -28,13 +28,12 @@ WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen21
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -53,8 +52,6 @@ MIX = {"WARPS_PER_BLOCK": 16, "ROWS": 4, "ITEMS_PER_THREAD": 8, "VEC": 2, "LDG":
 #: float4) spelled in the lift's knobs.
 EXPERT_PICK = {"WARPS_PER_BLOCK": 8, "ROWS": 1, "ITEMS_PER_THREAD": 4, "VEC": 4}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same kernel by another hand: plain shuffles, the lane ``& 31u``, the warps a block a
 #: namespace ``constexpr`` on the right of the product, the row's work under ``if``, a

@@ -22,13 +22,12 @@ own n = 3001 too (VEC 2 and 4: the tail).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen22
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -46,8 +45,6 @@ SCALARS = {"n": "n", "lr": "0.001", "beta1": "0.9", "beta2": "0.999", "eps": "0.
 MIXES = ({"BLOCK_THREADS": 128, "VEC": 4, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 4},
          {"BLOCK_THREADS": 64, "VEC": 2, "ITEMS_PER_THREAD": 4})
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: C89: macros for the block and the moving average, a plain helper, locals declared first.
 C89 = """/* C89 spelling: macros for the block and the moving average, plain float locals, the

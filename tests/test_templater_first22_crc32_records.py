@@ -35,13 +35,12 @@ written; held-back set 2's poly_root (the other kernel the CONST_VIA offer reach
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen22
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -72,8 +71,6 @@ MIXES = ({"CONST_VIA": 1, "BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4},
          {"CONST_VIA": 0, "STAGE": 1, "BLOCK_THREADS": 224, "ITEMS_PER_THREAD": 2,
           "UNROLL": 4})
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The same kernel by another hand: a byte pointer over the record, the table step a
 #: function-like macro, ``auto``, ``~0u``, the work under ``if``.

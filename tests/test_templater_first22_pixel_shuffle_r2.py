@@ -28,14 +28,13 @@ all-ends configs' first and last.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen13
 import held_back_unseen22
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -54,8 +53,6 @@ MIXES = ({"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
          {"BLOCK_THREADS": 128, "VEC": 2, "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 4})
 WHOLE = "(n * c * 4 * h * w) % (BLOCK_THREADS * ITEMS_PER_THREAD) == 0"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: Modern C++: namespace constants for the factor and the block, static_cast indices,
 #: ``auto``, the extent a local of locals, the image and channel folded into one plane.

@@ -7,20 +7,18 @@ them."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen23
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401
 
 from workbench.core.kernel_folder import load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.inline_macros import FunctionMacro
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 FOLDER = held_back_unseen23.SET.root / "lbm_d2q9_pull"
 
 

@@ -27,7 +27,6 @@ note naming the line.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen21
@@ -35,7 +34,7 @@ import held_back_unseen22
 import held_back_unseen23
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401
 
 from workbench.core.cuda_source import parse_cuda
@@ -46,7 +45,6 @@ from workbench.templater.index_kinds import Kinds, sum_terms
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.pointer_locals import pointer_locals
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 NCC = held_back_unseen23.SET.root / "ncc_patch8"
 NV12 = held_back_unseen23.SET.root / "nv12_to_rgba"
 SSIM = held_back_unseen22.SET.root / "ssim7_tile"

@@ -20,7 +20,6 @@ checks its tolerance).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ import held_back_unseen9
 import numpy as np
 import pytest
 from held_back_harness import respelled
-from helpers_templater import end_configs
+from helpers_templater import end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -47,8 +46,6 @@ KNOBS = ("BLOCK_X", "BLOCK_Y", "OUT_Y", "FAST_MATH", "MIN_BLOCKS_PER_SM")
 MIXES = [{"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 8, "FAST_MATH": 1},
          {"BLOCK_X": 128, "BLOCK_Y": 1, "OUT_Y": 2, "FAST_MATH": 0},
          {"BLOCK_X": 8, "BLOCK_Y": 32, "OUT_Y": 4, "FAST_MATH": 1, "MIN_BLOCKS_PER_SM": 2}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: A 3 x 3 range filter: macros, loops from 0, zero padding as an `if` around the tap, the
 #: range weight in a pure helper, `acc = acc + ..`, unsigned-free int indices.

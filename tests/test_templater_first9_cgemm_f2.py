@@ -31,7 +31,13 @@ from typing import Any
 
 import held_back_unseen9
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, end_configs, lifted_template, run_on_host
+from helpers_templater import (
+    COOPERATIVE_BLOCK,
+    end_configs,
+    lifted_template,
+    needs_gxx,
+    run_on_host,
+)
 from regtile_spellings import Spelling, lift, worst_error
 from test_corpus_unseen3 import (
     HOST_PRELUDE,
@@ -56,8 +62,6 @@ GEMM_KNOBS = ("BM", "BN", "BK", "TM", "TN")
 MIXES = [{"BM": 64, "BN": 64, "BK": 8, "TM": 8, "TN": 4},
          {"BM": 32, "BN": 64, "BK": 16, "TM": 4, "TN": 4},
          {"BM": 128, "BN": 32, "BK": 16, "TM": 4, "TN": 8}]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def test_the_complex_gemm_lifts_the_register_tile() -> None:

@@ -18,12 +18,11 @@ written, each with its reason and line.
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
-from helpers_templater import host_configs, lifted_template
+from helpers_templater import host_configs, lifted_template, needs_gxx
 from test_templater_first20_crspline import run
 from test_templater_ilp_spellings import ENV, N
 
@@ -34,7 +33,6 @@ from workbench.templater.inline_calls import InlinedSource
 
 pytestmark = [pytest.mark.timeout(600)]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 #: k(out, values, table, n): a table lookup a method of a struct whose members are set by
 #: assignment after its declaration, called in a 24-trip loop once a thread.

@@ -13,14 +13,19 @@ extremes ran excludes a failing knob value, not a relation fitted to the check s
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers_nvcc import needs_nvcc
-from helpers_templater import end_configs, host_sample, lifted_template, run_merged_on_host
+from helpers_templater import (
+    end_configs,
+    host_sample,
+    lifted_template,
+    needs_gxx,
+    run_merged_on_host,
+)
 from test_corpus_unseen3 import _SPILLS, _ptxas_log
 from test_templater_ilp_spellings import _HOST, N, checked_configs, program
 
@@ -32,7 +37,6 @@ from workbench.llm.gate_repair import validate_and_tighten
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 
 ROOT = Path(__file__).resolve().parents[1]
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 # name -> (source, grid, block, arguments in order: kinds as in test_templater_ilp_spellings,
 # "in" a float input of 2N, "dbl_in"/"dbl_out" double ones, scalars by name)

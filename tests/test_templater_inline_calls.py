@@ -11,7 +11,6 @@ the meaning of is refused with the line and the reason.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from helpers_templater import (
     end_configs,
     host_sample,
     lifted_template,
+    needs_gxx,
     rotating_sample,
     run_on_host,
 )
@@ -43,8 +43,6 @@ from test_corpus_unseen3 import (
 from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 from workbench.templater.inline_calls import inline_calls
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for the host run")
 
 
 def listed_configs(template: KernelTemplate, env: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ against the kernel as written, bit for bit.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ import held_back_unseen12
 import numpy as np
 import pytest
 from held_back_harness import prepended, respelled
-from helpers_templater import end_configs, host_sample
+from helpers_templater import end_configs, host_sample, needs_gxx
 from test_corpus_unseen3 import (
     _inputs,
     _run,
@@ -47,8 +46,6 @@ SYM3 = held_back_unseen11.ROOT / "sym3_jacobi"
 #: The host forms of the CUDA built-ins the lifts use beyond the sets' prelude (FAST_DIV's
 #: __fdividef the exact division, so a config's outputs match bit for bit).
 HOST = prepended("#define __fdividef(a, b) ((a) / (b))\n")
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 #: The sym3 folder's shapes (m [n, 6] in, w [n, 3] out) in another spelling: the guard an
 #: early return on ``i``, the record read through a local pointer in a loop, the arithmetic

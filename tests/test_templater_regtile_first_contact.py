@@ -17,17 +17,15 @@ at every depth are refused with their reason and line.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_templater import corner_configs, host_sample
+from helpers_templater import corner_configs, host_sample, needs_gxx
 from regtile_first_contact import Product, host_outputs
 
 from workbench.core.template import KernelTemplate
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 TILE_KNOBS = {"BM", "BN", "BK", "TM", "TN"}
 ENV = {"M": 37, "N": 45, "K": 29, "batch": 2}
 #: a tiled mid-space config: 4 x 4 outputs per thread over a 32 x 64 block tile, 8 deep

@@ -17,19 +17,17 @@ never lifted as a free range.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers_nvcc import NVCC, needs_nvcc
-from helpers_templater import corner_configs, host_sample
+from helpers_templater import corner_configs, host_sample, needs_gxx
 from regtile_first_contact import Product, host_outputs
 
 from workbench.core.template import KernelTemplate
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 KNOBS = {"THREADS_X", "THREADS_Y", "TM", "TN"}
 ENV = {"M": 37, "N": 45, "K": 29, "batch": 2}
 MNK = {"M": "M", "N": "N", "K": "K"}

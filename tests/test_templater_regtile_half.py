@@ -15,7 +15,6 @@ family: tests/test_templater_regtile_half_spellings.py.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from helpers_nvcc import needs_nvcc
 from helpers_templater import (
     corner_configs,
     host_sample,
+    needs_gxx,
 )
 from test_corpus_unseen3 import (
     _SPILLS,
@@ -41,7 +41,6 @@ from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel, offline_template
 from workbench.templater.regtile_vec import HALF_VECTOR_LOAD
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 TILE_KNOBS = {"BM", "BN", "BK", "TM", "TN"}
 #: a mid-space config: a non-square register tile over a shallow tile, a rectangular block
 SAMPLED = {"BM": 16, "BN": 64, "BK": 8, "TM": 2, "TN": 4, "VEC": 8}

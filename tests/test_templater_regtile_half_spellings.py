@@ -18,7 +18,6 @@ reset, or stepped before the product is refused with the line.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers_templater import COOPERATIVE_BLOCK, lifted_template, run_on_host
+from helpers_templater import COOPERATIVE_BLOCK, lifted_template, needs_gxx, run_on_host
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -34,8 +33,6 @@ from test_templater_regtile_half import SAMPLED, TILE_KNOBS, _configs, _reasons,
 
 from workbench.core.template import KernelTemplate
 from workbench.templater import LiftedSource, lift_kernel
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 
 @dataclass(frozen=True)

@@ -54,13 +54,12 @@ default and one mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen20
 import pytest
 from held_back_harness import respelled, same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -117,8 +116,6 @@ static int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask,
 #define __fdividef(a, b) ((a) / (b))
 """
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _source(spelling: str) -> str:

@@ -82,7 +82,6 @@ which lane or slot holds a partial (REORDERING: their totals checked on their ow
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -93,6 +92,7 @@ import held_back_unseen15
 import held_back_unseen18
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -182,8 +182,6 @@ INTERLEAVED = {"mc_lambda_for", "mc_ref_countdown"}
 #: checks its tolerance).
 HOST_EXTRAS = "#define __fdividef(a, b) ((a) / (b))\nstatic const int warpSize = 32;\n"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(spelling: str, root: Path) -> KernelFolder:

@@ -104,7 +104,6 @@ folder's tolerances on its own).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -112,6 +111,7 @@ import held_back_unseen21
 import held_back_unseen23
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -182,8 +182,6 @@ CASES: dict[str, tuple[ModuleType, str, frozenset[str], frozenset[str], dict[str
 #: with them as written, and within the tolerances below.
 REORDERING = {"sph_density_tiles": ("JSPLIT",)}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(spelling: str, root: Path) -> KernelFolder:

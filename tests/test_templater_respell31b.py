@@ -74,7 +74,6 @@ and a mix (the all-ends configs too under WORKBENCH_FULL_MATRIX=1).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -85,6 +84,7 @@ import held_back_unseen22
 import held_back_unseen23
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -171,8 +171,6 @@ template <class T> static T __shfl_sync(unsigned, T v, int src, int width = 32) 
 }
 """
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(spelling: str, root: Path) -> KernelFolder:

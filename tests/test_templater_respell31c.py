@@ -109,7 +109,6 @@ differently (DIV_RCP, FAST_MATH, FAST_DIV: APPROXIMATE) within the folder's tole
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -118,6 +117,7 @@ import held_back_unseen20
 import held_back_unseen21
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -219,8 +219,6 @@ APPROXIMATE = ("DIV_RCP", "FAST_MATH", "FAST_DIV")
 #: gate checks the tolerance), and warpSize.
 HOST_EXTRAS = "#define __fdividef(a, b) ((a) / (b))\nstatic const int warpSize = 32;\n"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(spelling: str, root: Path) -> KernelFolder:

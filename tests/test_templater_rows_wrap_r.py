@@ -19,6 +19,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
 from test_templater_first11_jacobi9_torus import FOLDER, MIXES, _folder, _same_outputs
 
@@ -26,9 +27,6 @@ from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
 from workbench.templater.records import LiftedSource
 from workbench.templater.semantic import lift_kernel
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 HEAT = """// out = one explicit heat step (5 points, periodic) of each field of a batch.
 extern "C" __global__ void heat5_wrap(float* out, const float* in, int H, int W, float k) {

@@ -51,7 +51,7 @@ from typing import Any
 import held_back_unseen8
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import FULL_MATRIX, end_configs, host_configs
+from helpers_templater import FULL_MATRIX, end_configs, host_configs, needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -112,8 +112,6 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                  [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 3, "PAD": 1}]),
 }
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(name: str) -> KernelFolder:

@@ -36,7 +36,7 @@ from typing import Any
 
 import held_back_unseen8
 import pytest
-from helpers_templater import FULL_MATRIX, end_configs
+from helpers_templater import FULL_MATRIX, end_configs, needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -103,8 +103,6 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                             [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2}]),
 }
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(name: str) -> KernelFolder:

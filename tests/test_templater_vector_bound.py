@@ -42,6 +42,7 @@ import held_back_unseen6
 import pytest
 from held_back_harness import BENCHMARKS, respelled, same_as_written
 from helpers_nvcc import needs_nvcc, ptx_of
+from helpers_templater import needs_gxx
 from test_corpus_unseen3 import (
     _assert_same,
     _inputs,
@@ -54,7 +55,6 @@ from workbench.templater import lift_kernel, offline_template
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_r30"
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 #: name -> (corpus folder, the respelling's file or None, host built-ins, bound, line)
 KERNELS: dict[str, tuple[str, str | None, Any, str, int]] = {

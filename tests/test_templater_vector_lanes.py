@@ -7,16 +7,14 @@ where the divisor is a literal, or a local the body changes, the lane's element 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_templater import needs_gxx
 
 from workbench.templater.semantic import lift_kernel
 from workbench.templater.vector_lanes import LANE_DIVMOD
-
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 
 _PROGRAM = r"""
 #include <cstdio>

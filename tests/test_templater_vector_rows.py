@@ -12,14 +12,13 @@ from pathlib import Path
 import held_back_unseen23
 import pytest
 from held_back_harness import same_as_written
-from helpers_templater import FULL_MATRIX, host_configs
+from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import lift_kernel, offline_template
 
 pytestmark = pytest.mark.timeout(1200)
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ for host runs")
 NV12 = held_back_unseen23.SET.root / "nv12_to_rgba"
 ROW_KNOBS = {"BLOCK_X", "BLOCK_Y", "VEC", "ITEMS_X", "ITEMS_Y"}
 
