@@ -303,6 +303,18 @@ class KernelFacts:
     def mentions_thread(self, node: Node, dim: str) -> bool:
         return any(self.is_thread(n, dim) for n in walk(node))
 
+    def factors(self, node: Node, depth: int = 0) -> list[Node]:
+        """Multiplicative factors of ``node`` with single-assignment locals expanded (a
+        grid-stride step held in ``size_t stride = (size_t)gridDim.x * blockDim.x``)."""
+        out: list[Node] = []
+        for f in factors(node):
+            d = self.defs.get(text(f)) if f.type == "identifier" else None
+            if d is not None and d.value is not None and not d.assigned and depth < 4:
+                out += self.factors(d.value, depth + 1)
+            else:
+                out.append(f)
+        return out
+
     def resolve(self, node: Node, depth: int = 0) -> list[Node]:
         """Additive terms of ``node`` with single-assignment locals expanded."""
         out: list[Node] = []
@@ -333,7 +345,8 @@ class StrideLoop:
     """``for (T v = start; v < bound; v += step)`` where start holds the thread index once.
 
     ``step`` is the literal block size (``step_literal``), ``blockDim.x`` or either times
-    ``gridDim.x`` (``grid_stride``)."""
+    ``gridDim.x`` (``grid_stride``), as written or through a local never assigned
+    (``stride``, the step node then that name)."""
 
     node: Node
     var: str
@@ -365,7 +378,7 @@ def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLo
     assert step is not None
     grid = False
     literal: Node | None = None
-    for f in factors(step):
+    for f in facts.factors(step):
         if builtin(f, "gridDim") == "x":
             grid = True
         elif builtin(f, "blockDim") == "x":
@@ -374,7 +387,7 @@ def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLo
             literal = f
         else:
             return None
-    if literal is None and not any(builtin(f, "blockDim") == "x" for f in factors(step)):
+    if literal is None and not any(builtin(f, "blockDim") == "x" for f in facts.factors(step)):
         return None
     return StrideLoop(loop, var, typ, start, parts[2], step, literal, grid)
 

@@ -54,10 +54,11 @@ class Deps:
         return None
 
 
-def expression_macros(root: Node) -> dict[str, Node]:
+def expression_macros(root: Node, *, divide: bool = False) -> dict[str, Node]:
     """Name -> value of each object-like macro of the file defined once whose text is an
     integer expression of literals and other such macros (``#define WIN (BS + 2 * R)``):
-    a tile's extent read as the number it is."""
+    a tile's extent read as the number it is. ``divide``: exact divisions of constants
+    count too (``#define PAIRS (DIM / 2)``, read by :func:`.stencil.poly_of` alike)."""
     raw: dict[str, list[str]] = {}
     for n in walk(root):
         name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
@@ -66,7 +67,7 @@ def expression_macros(root: Node) -> dict[str, Node]:
     once = tuple(sorted((k, v[0]) for k, v in raw.items() if len(v) == 1 and v[0]))
     parsed = dict(_parsed(once)) if once else {}
     return {k: v for k, v in parsed.items()
-            if not set(poly_of(v, parsed)) - {()} and int_value(v) is None}
+            if not set(poly_of(v, parsed, divide=divide)) - {()} and int_value(v) is None}
 
 
 @lru_cache(maxsize=32)

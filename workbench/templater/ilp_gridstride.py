@@ -209,7 +209,7 @@ def _covered(plan: Plan, bound: Node, loop: Node) -> int:
     if rule is not None and ast.dump(ast.parse(rule, mode="eval")) == \
             ast.dump(ast.parse(want, mode="eval")):
         return 1
-    span = _span(plan, shape, block)
+    span = grid_span(plan, block, shape)
     if span is None:
         raise Illegal(f"the grid `{plan.grid[0]}` is not {want}: a thread may take more than "
                       "one trip of the grid-stride loop", loop)
@@ -265,9 +265,10 @@ def _polynomial(node: ast.expr) -> dict[tuple[str, ...], int] | None:
     return {m: c for m, c in out.items() if c}
 
 
-def _span(plan: Plan, shape: str, block: str) -> int | None:
-    """S where the grid is ``ceil_div(shape, L)`` with ``L`` a literal S > 1 times the block
-    as written (its literal, or the literal a lifted block size stands for)."""
+def grid_span(plan: Plan, block: str, shape: str | None = None) -> int | None:
+    """S where the grid is ``ceil_div(shape, L)`` (any count where ``shape`` is None) with
+    ``L`` a literal S > 1 times the block as written (its literal, or the literal a lifted
+    block size stands for)."""
     lifted = plan.params.get(block)
     written = int(lifted.spec["default"]) if lifted is not None else \
         int(block) if block.isdigit() else None
@@ -276,7 +277,7 @@ def _span(plan: Plan, shape: str, block: str) -> int | None:
                                and tree.func.id == "ceil_div" and len(tree.args) == 2):
         return None
     num, den = tree.args
-    if ast.unparse(num) != shape or not isinstance(den, ast.Constant) or \
+    if (shape is not None and ast.unparse(num) != shape) or not isinstance(den, ast.Constant) or \
             type(den.value) is not int or den.value % written or den.value // written < 2:
         return None
     return den.value // written
@@ -286,6 +287,17 @@ def _span(plan: Plan, shape: str, block: str) -> int | None:
 #: local counting a thread's rounds of items.
 SPAN = "SPAN"
 TRIP = "wb_trip"
+
+
+def add_span(plan: Plan, span: int, divisor: str, loop: Node) -> None:
+    """The ``SPAN`` knob of a grid-stride ``loop`` launched for ``span`` trips a thread: the
+    grid's divisor over ``divisor`` (each rule that names it: any grid is covered)."""
+    plan.add_param(SPAN, {"kind": "choice", "values": sorted({1, 2, 4, 8, 16, span}),
+                          "default": span,
+                          "description": f"items per thread over the grid-stride loop, the "
+                                         f"grid's divisor over {divisor} (as written: "
+                                         f"{span})"},
+                   f"{loop.start_point.row + 1}: grid-stride loop")
 
 
 def items_grid(plan: Plan, once: OnceLoop | None, divisor: str, items: str) -> str | None:
@@ -318,12 +330,7 @@ def in_rounds(plan: Plan, once: OnceLoop | None, divisor: str, items: str, body:
     parts = binary(once.cond)
     assert parts is not None
     bound = text(strip(parts[2]))
-    values = sorted({1, 2, 4, 8, 16, once.span})
-    plan.add_param(SPAN, {"kind": "choice", "values": values, "default": once.span,
-                          "description": f"items per thread over the grid-stride loop, the "
-                                         f"grid's divisor over {divisor} (as written: "
-                                         f"{once.span})"},
-                   f"{once.loop.start_point.row + 1}: grid-stride loop")
+    add_span(plan, once.span, divisor, once.loop)
     plan.constrain(f"{items} <= {SPAN}")
     return (f"for (int {TRIP} = 0; (long long)(blockIdx.x + {TRIP} * gridDim.x) * ({items} * "
             f"{divisor}) < ({bound}); ++{TRIP}) {{  // the thread's rounds of items\n  "

@@ -83,6 +83,7 @@ from workbench.templater.reduce_consts import constant, spell_members
 from workbench.templater.regtile import lift_regtile
 from workbench.templater.regtile_shapes import constrain_whole_blocks
 from workbench.templater.residue_taps import apply_residue_taps
+from workbench.templater.row_blocks import apply_row_blocks
 from workbench.templater.scan import lift_scan
 from workbench.templater.scoped_names import scoped_names
 from workbench.templater.select_stores import select_stores
@@ -249,6 +250,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             guard(apply_ilp)
             # output channels on the grid per thread, else outer indices sharing index math
             guard(apply_channel_items) or guard(apply_grid_planes)
+            guard(apply_row_blocks)  # a block of one named-width row: rows, planes, items
             guard(apply_split_walk)
             guard(apply_wrap_items, {"x"} if vectorized and flat else set())
             guard(apply_gather_stage)  # a 2-D window gather's tile in shared memory

@@ -469,7 +469,7 @@ def apply_vector(plan: Plan) -> bool:
         plan.grid[0] = new
     elif any(loop.grid_stride for loop in stride_loops(plan)):
         new = scale_divisor(plan.grid[0], block, f"{block} * VEC * ITEMS_PER_THREAD")
-        plan.grid[0] = new if new is not None else plan.grid[0]
+        plan.grid[0] = new if new is not None else _spanned_grid(plan, block, regions)
     plan.add_param("VEC", {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
                            "description": "elements per vector load/store (as written: 1)"},
                    f"{regions[0].node.start_point.row + 1}: unit-stride loop over "
@@ -487,6 +487,24 @@ def apply_vector(plan: Plan) -> bool:
         plan.note("ROW_SPLIT", True, "rows are independent per element (no shared memory, "
                   "barrier or atomics): a row's vectors are dealt over gridDim.y blocks")
     return True
+
+
+def _spanned_grid(plan: Plan, block: str, regions: list[Region]) -> str:
+    """A grid-stride loop launched on ``ceil_div(n, S * B)`` (S trips a thread as written):
+    the grid ``ceil_div(n, B * VEC * ITEMS_PER_THREAD * SPAN)`` with the SPAN knob (any grid
+    is covered: the loop steps by the grid); the rule as written where it is no such one."""
+    from workbench.templater.ilp_gridstride import SPAN, add_span, grid_span
+
+    span = grid_span(plan, block)
+    lifted = plan.params.get(block)
+    written = str(lifted.spec["default"]) if lifted is not None else block
+    divisor = f"{block} * VEC * ITEMS_PER_THREAD"
+    new = scale_divisor(plan.grid[0], str(int(written) * span), f"{divisor} * {SPAN}") \
+        if span is not None else None
+    if span is None or new is None:
+        return plan.grid[0]
+    add_span(plan, span, divisor, regions[0].node)
+    return new
 
 
 def _row_split_legal(plan: Plan) -> bool:

@@ -154,11 +154,11 @@ def region_accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node
                                  m.type == "identifier") != 1:
             values.append(n)
             continue
-        up = sub.parent
+        below, up = sub, sub.parent
         while up is not None and up != body:
-            if up.type in _CONTROL:
+            if up.type in _CONTROL and not _selected_read(plan, region, up, below, sub):
                 raise Illegal(f"`{text(sub)}` runs under a branch or nested loop", sub)
-            up = up.parent
+            below, up = up, up.parent
         array = text(sub.child_by_field_name("argument")) if loaded is None else loaded[1]
         write, read = _is_write(sub)
         out.append(Access(sub, array, index, write, read))
@@ -170,6 +170,65 @@ def region_accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node
     if not region.loop:
         _keeps_outer_locals(region)
     return out, values
+
+
+def _selected_read(plan: Plan, region: Region, control: Node, below: Node, sub: Node) -> bool:
+    """Whether the access ``sub`` under ``control`` (reached from its child ``below``) may
+    load as a whole vector: it is in the test of an ``if`` or ``?:`` (which runs), or it is
+    a read in an arm whose test reads data only (:func:`_data_only`: no index, no thread's
+    place). Such a test selects by the values, so for some input the kernel as written
+    reads the arm's element at every index the region reaches: the array covers each, and
+    loading it where the test skips it reads memory the kernel owns (its value unused)."""
+    if control.type not in ("if_statement", "conditional_expression"):
+        return False
+    test = control.child_by_field_name("condition")
+    if test is None:
+        return False
+    if below == test:
+        return True
+    return not _is_write(sub)[0] and _data_only(plan, region, test)
+
+
+def _data_only(plan: Plan, region: Region, test: Node, depth: int = 0) -> bool:
+    """``test`` reads only streams at the region's element (``mask[i]``), other memory,
+    scalar kernel arguments and locals of the element's statements holding such values
+    (never assigned): not the index as a value (``i < m ? a[i] : b[i - m]`` selects by
+    position) nor a thread's or block's place."""
+    for n in walk(test):
+        if n.type != "identifier":
+            continue
+        up = n.parent
+        if up is not None and up.type == "subscript_expression" and \
+                up.child_by_field_name("argument") == n:
+            continue  # the array a subscript reads
+        if up is not None and up.type == "call_expression" and \
+                up.child_by_field_name("function") == n:
+            continue
+        name = text(n)
+        if name == region.var:
+            if not _in_index(n, test):
+                return False
+            continue
+        try:
+            if plan.kernel.param(name).is_scalar:
+                continue
+        except KeyError:
+            pass
+        d = plan.facts.defs.get(name)
+        if d is None or d.assigned or d.value is None or depth > 4 or \
+                not region.holds(d.decl) or not _data_only(plan, region, d.value, depth + 1):
+            return False
+    return True
+
+
+def _in_index(n: Node, top: Node) -> bool:
+    """Whether ``n`` is inside a subscript's index below ``top``."""
+    below, up = n, n.parent
+    while up is not None and below != top:
+        if up.type == "subscript_expression" and up.child_by_field_name("argument") != below:
+            return True
+        below, up = up, up.parent
+    return False
 
 
 def reads_before_writes(region: Region) -> None:
