@@ -15,9 +15,10 @@ badly, and two respellings of each (tests/spellings_s32_mem/).
   BLOCK_THREADS * VEC * ITEMS_PER_THREAD * SPAN)`` with SPAN (ilp_gridstride's knob, as
   written 4; any grid is covered by the stride). Lifts BLOCK_THREADS, VEC, ITEMS_PER_THREAD,
   SPAN, MIN_BLOCKS_PER_SM: the expert's THREADS, VEC, ITEMS, STEPS.
-  A grid-stride loop whose element calls a helper's loop (hash_mix_rounds' ``mix_all``) is
-  compute-bound: ilp.would_interleave now names a called helper's loop too, so VEC leaves
-  it to the items that interleave it (its lift unchanged).
+  A grid-stride loop whose element runs a loop, in its body or in a helper it calls
+  (hash_mix_rounds' ``mix_all``), is compute-bound: VEC leaves it to the items that
+  interleave it (vector._memory_element; those lifts unchanged, and where the items are
+  refused, a capped grid, nothing else lifts them either).
 - rope_rotate_f16: a 64-thread block that is one head's row (``ROPE_PAIRS`` = ``ROPE_DIM /
   2``), never sized by blockDim, on a (heads, tokens) grid: nothing lifted. row_blocks.py
   runs the threads as written ROW_ITEMS a thread (block-width apart), ROWS_PER_BLOCK rows on
@@ -197,3 +198,12 @@ def test_a_block_of_one_named_row_takes_rows_planes_and_items(old: str, new: str
     names, notes = _lift(source, ["rows", "planes"], ["32"], {"rows": "rows",
                                                                "planes": "planes"})
     assert (names >= _ROPE) == lifted, notes
+
+
+def test_a_helper_reading_the_thread_place_keeps_the_block_as_written() -> None:
+    source = ROW.replace("#define W 32", "#define W 32\n__device__ unsigned lane() "
+                         "{ return threadIdx.x; }\n__device__ unsigned at_lane() "
+                         "{ return lane(); }").replace("+ threadIdx.x;", "+ at_lane();")
+    names, notes = _lift(source, ["rows", "planes"], ["32"], {"rows": "rows",
+                                                               "planes": "planes"})
+    assert not names & _ROPE, notes

@@ -884,8 +884,7 @@ def _called_loops(plan: Plan, region: list[Node], items: set[str]) -> list[tuple
 
 
 def would_interleave(plan: Plan) -> Node | None:
-    """The compute loop (in the body, or a file function's an item calls) items with
-    independent state would interleave in, were this
+    """The compute loop items with independent state would interleave in, were this
     transform applied to ``plan`` now (the analysis only: nothing is rewritten), else None.
     A per-element body with such a loop is compute-bound: VEC's lanes would run it one after
     another, where the items' chains interleave (vector.py leaves it to this transform)."""
@@ -906,7 +905,7 @@ def would_interleave(plan: Plan) -> Node | None:
         found = (once.position, once.decl, once.index, off)
     k, _decl, index, off = found
     try:
-        scan, _returns, _arrays, region = _analyse(plan, statements(plan.body), k, index, once)
+        scan, *_rest = _analyse(plan, statements(plan.body), k, index, once)
     except Illegal:
         return None
     divisor_node = _offset_divisor(off)
@@ -914,11 +913,7 @@ def would_interleave(plan: Plan) -> Node | None:
         plan.rw.text(divisor_node)
     if items_grid(plan, once, divisor, NAME) is None:
         return None  # the items' grid could not be written: VEC keeps the element
-    if scan.compute_loops:
-        return scan.compute_loops[0]
-    # a helper's loop run per item (``mix_all(h)``'s rounds) is the item's work as well
-    called = _called_loops(plan, region, scan.items)
-    return called[0][1] if called else None
+    return scan.compute_loops[0] if scan.compute_loops else None
 
 
 def _region_nodes(body: Node, start: int, end: int) -> list[Node]:

@@ -56,6 +56,7 @@ PLANES = "PLANES_PER_BLOCK"
 ITEMS = "ROW_ITEMS"
 
 #: Calls by which threads of a block talk (a turn of another thread's work would not wait).
+_BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 _TALK = ("__syncthreads", "__syncwarp", "__shfl", "__ballot", "__any", "__all",
          "__activemask", "__reduce", "__match", "this_thread_block", "tiled_partition")
 
@@ -100,6 +101,19 @@ def _analyse(plan: Plan) -> tuple[int, str | None, str | None]:
                   c.startswith("cg::"))
     if talk:
         raise Illegal(f"the body calls {talk[0]}: its threads talk", body)
+    helpers = plan.source.function_definitions()
+    called, todo = set(), sorted(calls(body) & set(helpers))
+    while todo:  # the helpers the body calls, and theirs
+        name = todo.pop()
+        called.add(name)
+        todo += sorted(calls(helpers[name]) & set(helpers) - called - set(todo))
+    for name in sorted(called):
+        if any(builtin(n, b) for n in walk(helpers[name]) for b in _BUILTINS):
+            raise Illegal(f"`{name}` reads the thread's place itself (the turns give the "
+                          "kernel's body only its own values)", helpers[name])
+    if any(n.type == "declaration" and any(text(c) == "__shared__" for c in n.children)
+           for n in walk(plan.source.tree.root_node)):
+        raise Illegal("the file declares __shared__ memory", body)
     macros = expression_macros(plan.source.tree.root_node, divide=True)
     if not any(_named_width(n, width, macros) for n in walk(body)):
         raise Illegal(f"no named constant of the block's size {width} is read: the block is "
@@ -159,11 +173,11 @@ def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None) -> No
     head = ""
     if rows is not None:
         head += (f"\n  const unsigned int wb_row = blockIdx.x * {ROWS} + threadIdx.y;  "
-                 f"// the block as written\n  if (wb_row >= (unsigned int)({rows})) return;")
+                 f"// the block as written\n  if (wb_row >= ({rows})) return;")
     if planes is not None:
         head += (f"\n#pragma unroll\n  for (int wb_q = 0; wb_q < {PLANES}; ++wb_q) {{\n"
                  f"  const unsigned int wb_plane = blockIdx.y * {PLANES} + wb_q;\n"
-                 f"  if (wb_plane >= (unsigned int)({planes})) break;")
+                 f"  if (wb_plane >= ({planes})) break;")
     head += (f"\n#pragma unroll\n  for (int wb_k = 0; wb_k < {ITEMS}; ++wb_k) {{  "
              f"// the threads as written, {lanes} apart\n"
              f"  const unsigned int wb_lane = threadIdx.x + wb_k * {lanes};")

@@ -4,7 +4,9 @@ one-element-per-thread kernels, blocks per row, and items per thread by wrapping
 Vectorizing a region whose variable ``j`` walks consecutive elements (a thread-stride loop
 ``for (j = threadIdx.x; j < n; j += B)`` or a guarded ``i = blockIdx.x * B + threadIdx.x``)
 is legal when, in its body, the accesses ``A[offset + j]`` (one offset per array: the
-streams) run unconditionally (no branches or nested loops around them), no barrier, atomic,
+streams) run unconditionally (no branches or nested loops around them; a read in an arm of
+an ``if`` or ``?:`` whose test reads data only, ``mask[j] ? v : x[j] * s``, loads whole:
+:func:`.vector_access.region_accesses`), no barrier, atomic,
 shuffle or early exit is inside, and a written array cannot alias another one read. ``j``
 may also be read otherwise (``x + 8 * j``, ``s[j / 4]``): each lane reads it at its own
 element, ``j + wb_v``, where the body writes only locals and the streams (written streams
@@ -22,7 +24,9 @@ throughout the region (:mod:`.vector_bound`), except for the counting loop of a 
 atomic total, whose vector loads :mod:`.reduce_atomic_vec` lifts where the elements' order
 is free. A loop started at an offset (``begin + threadIdx.x``: a block's chunk) starts its
 vectors at ``begin + threadIdx.x * VEC``, ``begin`` aligned as the offsets are
-(:func:`start_parts`).
+(:func:`start_parts`). A grid-stride loop (its step ``gridDim.x * blockDim.x``, as written
+or through a local) launched for S strides a thread (``ceil_div(n, S * B)``) keeps S as the
+SPAN knob of its grid ``ceil_div(n, B * VEC * ITEMS_PER_THREAD * SPAN)``.
 """
 
 from __future__ import annotations
@@ -223,6 +227,23 @@ def _running_extreme(write: Node, name: str) -> bool:
     return args is not None and any(text(strip(a)) == name for a in args.named_children)
 
 
+def _memory_element(plan: Plan, loop: Node) -> None:
+    """Raises Illegal where a grid-stride loop's element runs a loop of its own (in the body
+    or in a file function it calls): a compute-bound element, the items family's
+    (:mod:`.ilp`) to interleave; VEC's lanes would run it one after another."""
+    body = loop.child_by_field_name("body")
+    helpers = plan.source.function_definitions()
+    for n in walk(body) if body is not None else []:
+        if n.type in ("for_statement", "while_statement", "do_statement"):
+            raise Illegal("the grid-stride loop's element runs a loop of its own (line "
+                          f"{n.start_point.row + 1}): compute-bound, the items family's", n)
+        name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
+        fn = helpers.get(name.split("<")[0])
+        if fn is not None and _has_loop(fn):
+            raise Illegal(f"the grid-stride loop's element calls `{name}`, which runs a loop: "
+                          "compute-bound, the items family's", n)
+
+
 def _has_loop(body: Node) -> bool:
     """Whether ``body`` holds a loop."""
     return any(n.type in ("for_statement", "while_statement", "do_statement")
@@ -395,6 +416,8 @@ def apply_vector(plan: Plan) -> bool:
         step = plan.rw.text(loop.step)
         try:
             place, offset = start_parts(plan, loop)
+            if loop.grid_stride:
+                _memory_element(plan, loop.node)
         except Illegal as exc:
             plan.note("VEC", False, exc.reason, exc.node or loop.node)
             refused = True
