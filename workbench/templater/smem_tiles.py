@@ -29,6 +29,7 @@ from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.regtile_diagonal import bounded_by_block, diagonal
 from workbench.templater.regtile_shapes import constrain_whole_tiles
 from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.smem_rect import ACCUMULATE, lift_rect_block
 
 
 def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
@@ -61,10 +62,16 @@ def lift_tied_tiles(plan: Plan) -> bool:
         all(literal(b) == value for b in plan.block[:2]) and \
         all(literal(b) in (None, 1) for b in plan.block[2:]) else None
     if macro is None or value is None:
+        try:  # the block's sizes spelled by two names (a strip and its thread rows)
+            refused = lift_rect_block(plan)
+        except Refused as why:
+            refused = why
+        if refused is None:
+            return True
         plan.note("BLOCK_X", False, f"the shared array {array}'s extent `{text(extent)}` is "
                   "tied to the block size, and the kernel does not spell that size with one "
                   "macro the block, the grid and the tile's loads all follow: the block size is "
-                  "kept as written", decl)
+                  "kept as written" + f" ({refused.reason})", refused.node or decl)
         return True
     whole = _sum_over_tile(plan, macro)
     if whole is not None:
@@ -146,9 +153,7 @@ def _sum_over_tile(plan: Plan, macro: str) -> Node | None:
         if up is not None and up.type in LOOPS:
             continue
         if any(n.type == "assignment_expression" and
-               text(n.child_by_field_name("operator")) in _ACCUMULATE for n in walk(body)):
+               text(n.child_by_field_name("operator")) in ACCUMULATE for n in walk(body)):
             return loop
     return None
 
-
-_ACCUMULATE = ("+=", "-=", "*=", "|=", "^=", "&=")
