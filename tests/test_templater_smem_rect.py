@@ -6,7 +6,9 @@ loop from ``threadIdx.y`` stepping by ``ROWS_PER_PASS``, ``part[ROWS_PER_PASS][S
 at ``[ty][tx]``) as BLOCK_X and BLOCK_Y; the staged x tile, filled at the flat thread index,
 becomes a loop over the tile and its own knob TILE. Two respellings by other hands
 (tests/spellings_s32_gemv/: constexpr sizes with blockDim indexing; guarded macros, unsigned
-thread indices and the partial sums added by a helper) lift the same knobs.
+thread indices and the partial sums added by a helper) lift the same knobs, as does a third
+whose x tile (twice the block's threads) is filled by a cooperative loop already and a
+fourth of enum sizes whose partial sums a halving tree over ``threadIdx.y`` adds.
 
 Host (g++): the corpus kernel at the default, three mixes and the all-ends configs; each
 respelling at the default and a mix: within the folder's tolerance against the kernel as
@@ -39,6 +41,10 @@ KNOBS = frozenset({"BLOCK_X", "BLOCK_Y", "TILE", "MIN_BLOCKS_PER_SM"})
 CASES = {
     "sgemv_t_tiled_constexpr_blockdim": {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE": 512},
     "sgemv_t_tiled_helper_reduce": {"BLOCK_X": 64, "BLOCK_Y": 2, "TILE": 128},
+    # a third: the x tile (512, twice the block's threads) filled by a cooperative loop
+    "sgemv_t_tiled_coop_fill": {"BLOCK_X": 8, "BLOCK_Y": 8, "TILE": 1024},
+    # a fourth: enum sizes, the partial sums halved by a tree over threadIdx.y
+    "sgemv_t_tiled_enum_tree": {"BLOCK_X": 16, "BLOCK_Y": 32, "TILE": 128},
 }
 
 #: mixes of the corpus kernel: a strip wider than 76 columns (one block, idle threads), more
@@ -103,10 +109,32 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
 KERNEL = (CORPUS / "baseline.cu").read_text()
 
 
-def _lift(source: str) -> tuple[set[str], tuple[str, ...]]:
-    lifted = lift_kernel(source, entry="sgemv_t_tiled", grid=["ceil_div(N, 32)"],
-                         block=["32", "8"], scalars={"M": "M", "N": "N"})
+def _lift(source: str, size: tuple[int, int] = (32, 8)) -> tuple[set[str], tuple[str, ...]]:
+    lifted = lift_kernel(source, entry="sgemv_t_tiled", grid=[f"ceil_div(N, {size[0]})"],
+                         block=[str(s) for s in size], scalars={"M": "M", "N": "N"})
     return {p.name for p in lifted.params}, lifted.notes
+
+
+def test_a_square_block_of_two_names_is_told_apart_by_their_uses() -> None:
+    square = KERNEL.replace("#define STRIP 32", "#define STRIP 16").replace(
+        "#define ROWS_PER_PASS 8", "#define ROWS_PER_PASS 16")
+    names, notes = _lift(square, (16, 16))
+    assert names == KNOBS, notes
+    assert any(n.startswith("BLOCK_X: applied: STRIP sizes block x and ROWS_PER_PASS block "
+                            "y") for n in notes), notes
+
+
+FOLD = """    if (ty == 0 && col < N) {
+        float sum = 0.0f;
+        for (int k = 0; k < ROWS_PER_PASS; ++k)
+            sum += part[k][tx];
+        y[col] = sum;
+    }"""
+TREE = """    for (int s = ROWS_PER_PASS / 2; s > 0; s >>= 1) {
+        if (ty < s) part[ty][tx] += part[ty + s][tx];
+        __syncthreads();
+    }
+    if (ty == 0 && col < N) y[col] = part[0][tx];"""
 
 
 @pytest.mark.parametrize(("old", "new", "why"), [
@@ -124,12 +152,20 @@ def _lift(source: str) -> tuple[set[str], tuple[str, ...]]:
     # the thread rows' accumulator written outside their split of the rows
     ("part[ty][tx] = acc;", "acc += 1.0f; part[ty][tx] = acc;",
      "is not a sum of a loop the thread rows split"),
+    # a tree over the thread rows from a literal: it would not follow BLOCK_Y
+    (FOLD, TREE.replace("ROWS_PER_PASS / 2", "4"), "halves a count from no block size"),
+    # a tree over thread rows that each sum every row: not split, the total moves with BY
+    (FOLD + "\n", TREE + "\n", ""),
     # lanes combined by a shuffle: the block's shape fixes them
     ("y[col] = sum;", "y[col] = __shfl_down_sync(0xffffffffu, sum, 1);",
      "combines the lanes of a warp"),
 ])
 def test_what_the_rectangular_block_refuses(old: str, new: str, why: str) -> None:
     assert old in KERNEL
-    names, notes = _lift(KERNEL.replace(old, new))
+    source = KERNEL.replace(old, new)
+    if not why:  # every thread row sums every row
+        source = source.replace("r += ROWS_PER_PASS", "++r").replace("int r = ty;", "int r = 0;")
+        why = "is not a sum of a loop the thread rows split"
+    names, notes = _lift(source)
     assert not {"BLOCK_X", "BLOCK_Y", "TILE"} & names, notes
     assert any(n.startswith("BLOCK_X: not applied:") and why in n for n in notes), notes

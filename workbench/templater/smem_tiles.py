@@ -29,7 +29,8 @@ from workbench.templater.regtile import Refused, fresh_names
 from workbench.templater.regtile_diagonal import bounded_by_block, diagonal
 from workbench.templater.regtile_shapes import constrain_whole_tiles
 from workbench.templater.rules import literal, scale_divisor
-from workbench.templater.smem_rect import ACCUMULATE, lift_rect_block
+from workbench.templater.smem_rect import lift_rect_block
+from workbench.templater.smem_rect_partials import ACCUMULATE
 
 
 def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
@@ -63,16 +64,15 @@ def lift_tied_tiles(plan: Plan) -> bool:
         all(literal(b) in (None, 1) for b in plan.block[2:]) else None
     if macro is None or value is None:
         try:  # the block's sizes spelled by two names (a strip and its thread rows)
-            refused = lift_rect_block(plan)
-        except Refused as why:
-            refused = why
-        if refused is None:
+            lift_rect_block(plan)
             return True
-        plan.note("BLOCK_X", False, f"the shared array {array}'s extent `{text(extent)}` is "
-                  "tied to the block size, and the kernel does not spell that size with one "
-                  "macro the block, the grid and the tile's loads all follow: the block size is "
-                  "kept as written" + f" ({refused.reason})", refused.node or decl)
-        return True
+        except Refused as refused:
+            plan.note("BLOCK_X", False, f"the shared array {array}'s extent `{text(extent)}` "
+                      "is tied to the block size, and the kernel spells that size neither with "
+                      "one macro the block, the grid and the tile's loads all follow, nor with "
+                      f"one name a dimension ({refused.reason}): the block size is kept as "
+                      "written", refused.node or decl)
+            return True
     whole = _sum_over_tile(plan, macro)
     if whole is not None:
         plan.note("BLOCK_X", False, f"`{text(whole.child_by_field_name('condition'))}`: the "
