@@ -67,11 +67,12 @@ def lift_tied_tiles(plan: Plan) -> bool:
             lift_rect_block(plan)
             return True
         except Refused as refused:
+            at = "" if refused.node is None else f", line {refused.node.start_point.row + 1}"
             plan.note("BLOCK_X", False, f"the shared array {array}'s extent `{text(extent)}` "
                       "is tied to the block size, and the kernel spells that size neither with "
                       "one macro the block, the grid and the tile's loads all follow, nor with "
-                      f"one name a dimension ({refused.reason}): the block size is kept as "
-                      "written", refused.node or decl)
+                      f"one name a dimension ({refused.reason}{at}): the block size is kept "
+                      "as written", decl)
             return True
     whole = _sum_over_tile(plan, macro)
     if whole is not None:
