@@ -242,8 +242,9 @@ def test_tables_are_filled_once_a_cta_at_the_head_of_their_phase(tmp_path: Path)
      "duplicate tile would write it again) (line 21)"),
     # a return after the last barrier: the thread would skip its CTA's later tiles
     ("  out[at] = t;\n", "  if (at < 0) return;\n  out[at] = t;\n",
-     "a `return`: a thread that leaves would skip the tiles its CTA runs after this one, and "
-     "their barriers (line 19)"),
+     "a `return` that is no whole tile's exit before the first barrier (`if (test) { ..; "
+     "return; }` at the top level, its test reading no thread's place): a thread that leaves "
+     "would skip the tiles its CTA runs after this one, and their barriers (line 19)"),
     ("  __syncthreads();\n  float t", "  if (H > 0) __syncthreads();\n  float t",
      "a barrier inside a statement (each must be a top-level statement for the tiles of a CTA "
      "to meet it alike) (line 15)"),
@@ -265,14 +266,24 @@ def test_what_the_virtual_ctas_cannot_be_refuses_with_the_line(tmp_path: Path, c
 
 #: ``s`` read after the second barrier: no rows a thread, one pass (tiles past the grid clamped).
 ACROSS = PLAIN.replace("  float t = 0.0f;\n", "  float t = s - s;\n")
+#: The sums an array no row register holds (session 32: a scalar one is, ``s[RPT]``).
+ACROSS_ARRAY = ACROSS.replace("  float s = 0.0f;\n", "  float s[2] = {0.0f, 0.0f};\n").replace(
+    "s += pix[ty][k]", "s[k & 1] += pix[ty][k]").replace(
+    "rows[ty][tx] = s;", "rows[ty][tx] = s[0] + s[1];").replace("s - s;", "s[0] - s[1];")
 
 
-def test_a_local_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path) -> None:
+def test_a_local_living_across_a_barrier_is_a_register_a_row(tmp_path: Path) -> None:
     result = offline_template(respelled(FOLDER, tmp_path, ACROSS))
+    assert {"TX", "TY", "PAD", "RPT"} <= set(result.template.param_names), result.notes
+    assert "float s[RPT];" in result.template.source
+
+
+def test_an_array_living_across_a_barrier_keeps_rows_a_thread_out(tmp_path: Path) -> None:
+    result = offline_template(respelled(FOLDER, tmp_path, ACROSS_ARRAY))
     assert {"TX", "TY", "PAD"} <= set(result.template.param_names), result.notes
     assert "RPT" not in result.template.param_names
-    assert ("RPT: not applied: `s` (line 11) lives across a barrier: rows a thread would need "
-            "one a row (line 16)") in result.notes
+    assert ("RPT: not applied: `s` lives across a barrier and is not a scalar declared alone: "
+            "rows a thread would need one a row (line 11)") in result.notes, result.notes
 
 
 @needs_gxx
@@ -298,7 +309,7 @@ def test_the_tile_batch_lift_computes_as_written(tmp_path: Path, which: str,
 @pytest.mark.timeout(1200)
 def test_the_one_pass_lift_clamps_the_tiles_past_the_grid(
         tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    kf = respelled(FOLDER, tmp_path / "across", ACROSS)
+    kf = respelled(FOLDER, tmp_path / "across", ACROSS_ARRAY)
     template = offline_template(kf).template
     src = template.render(dict(template.default_config()), "fp32").source
     assert "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;" in src

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, int_value, text, walk
+from workbench.templater.analysis import LOOPS, int_value, strip, text, walk
 from workbench.templater.apron import lift_apron
 from workbench.templater.block import _shared_arrays
 from workbench.templater.block_table import guarded_tables
@@ -81,6 +81,13 @@ def lift_tied_tiles(plan: Plan) -> bool:
                   f"tiles, so {macro} is what is summed, not a tile size: the block size is "
                   "kept as written", whole)
         return True
+    counted = _counts_tiles(plan, macro)
+    if counted is not None:
+        plan.note("BLOCK_X", False, f"`{text(counted)}`: the kernel's argument counts tiles of "
+                  f"{macro}, so {macro} is part of what the kernel computes (another tile is "
+                  "another argument's meaning), not a block size: the block size is kept as "
+                  "written", counted)
+        return True
     stop = _diagonal_refused(plan)
     if stop is not None:
         plan.note("BLOCK_X", False, f"{stop.reason}: the tile's size would move the sums; the "
@@ -124,6 +131,24 @@ def _diagonal_refused(plan: Plan) -> Refused | None:
                 diagonal(plan.body, loop)
             except Refused as why:
                 return why
+    return None
+
+
+def _counts_tiles(plan: Plan, macro: str) -> Node | None:
+    """A product of ``macro`` and a scalar argument of the kernel (``kb * TILE``: the
+    pivot tile ``kb`` of a blocked Floyd-Warshall phase), or None."""
+    scalars = {p.name for p in plan.kernel.params if not p.is_pointer}
+    for use in plan.uses(macro):
+        up = use.parent
+        while up is not None and up.type == "parenthesized_expression":
+            up = up.parent
+        if up is None or up.type != "binary_expression" or \
+                text(up.child_by_field_name("operator")) != "*":
+            continue
+        if any(strip(side).type == "identifier" and text(strip(side)) in scalars
+               for side in (up.child_by_field_name("left"), up.child_by_field_name("right"))
+               if side is not None):
+            return up
     return None
 
 

@@ -32,12 +32,14 @@ knobs (the hand-written expert's of unseen18/dct8x8_blocks):
 - RPT: rows a thread. Each barrier-separated phase runs ``RPT`` times, for rows ``threadIdx.y
   + j NY TY / RPT``; the locals a later phase's rows read are recomputed there (and those a
   table's fill reads, in its loop), legal where each is declared once with a value that
-  reads no memory and is never assigned (else the note names the local and its line, and
-  RPT is not lifted).
+  reads no memory and is never assigned; a scalar that is not (a sum carried across a
+  barrier) is one register a row, ``s[RPT]`` (:mod:`.tile_batch_rows`); else the note names
+  the local and its line, and RPT is not lifted.
 - PAD: floats of padding a shared tile's row (or a 1-D tile).
 
 Legal where the analysis shows (else a note with the line, and nothing is lifted here): every
-barrier a top-level statement, no ``return``, no ``z`` index, ``gridDim`` unread, no
+barrier a top-level statement, no ``return`` but a whole tile's exit before the first
+barrier (:mod:`.tile_batch_rows`), no ``z`` index, ``gridDim`` unread, no
 atomics or fences, no pointer locals, pointer arguments read and written only through
 subscripts and none both, no array written but the kernel's arguments, locals and shared
 arrays, each shared array declared at the top level with constant extents and read only
@@ -56,10 +58,11 @@ from workbench.templater.analysis import (
     builtin,
     calls,
     declared_name,
+    identifiers,
     int_expr_value,
     is_barrier,
-    line,
     mentions,
+    single_values,
     strip,
     text,
     walk,
@@ -69,6 +72,12 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
 from workbench.templater.rules import literal
+from workbench.templater.tile_batch_rows import (
+    TileExit,
+    held_declaration,
+    held_type,
+    tile_exit,
+)
 
 #: Bytes of a shared array's element type.
 _ELEM_BYTES = {"float": 4, "int": 4, "unsigned": 4, "unsigned int": 4, "double": 8,
@@ -179,10 +188,11 @@ def _phases(stmts: Sequence[Node]) -> list[list[Node]]:
     return out
 
 
-def _check_shape(plan: Plan) -> None:
-    """Raise with the line where the virtual CTAs could not be the kernel as written."""
+def _check_shape(plan: Plan, exit_: TileExit | None) -> None:
+    """Raise with the line where the virtual CTAs could not be the kernel as written (a
+    tile's early exit, ``exit_``, is read by :mod:`.tile_batch_rows`)."""
     for n in walk(plan.body):
-        if n.type == "return_statement":
+        if n.type == "return_statement" and (exit_ is None or n != exit_.leave):
             raise Refused("a `return`: a thread that leaves would skip the tiles its CTA "
                            "runs after this one, and their barriers", n)
         name = text(n.child_by_field_name("function")) if n.type == "call_expression" else ""
@@ -316,8 +326,11 @@ def _name_node(subscript: Node) -> Node:
 
 
 def _locals(plan: Plan, phases: list[list[Node]]) -> dict[str, _Local]:
-    assigned = {text(t) for n in walk(plan.body) if (t := write_target(n)) is not None
-                and t.type == "identifier"}
+    # a local array written by its elements (``s[k & 1] += ..``) is assigned too: its
+    # declaration's value is not what a later phase reads
+    assigned = {text(t) if t.type == "identifier" else _base(t) for n in walk(plan.body)
+                if (t := write_target(n)) is not None and
+                t.type in ("identifier", "subscript_expression")}
     out: dict[str, _Local] = {}
     for k, stmts in enumerate(phases):
         for s in stmts:
@@ -346,26 +359,43 @@ def _declared(declarator: Node) -> str:
     return text(node)
 
 
-def _carried(phases: list[list[Node]], locals_: dict[str, _Local],
-             fills: set[Node]) -> list[list[Node]]:
+def _carried(phases: list[list[Node]], locals_: dict[str, _Local], fills: set[Node],
+             exit_: TileExit | None) -> tuple[list[list[Node]], dict[str, str]]:
     """Each phase's rows' declarations of earlier phases that it reads, with those their
-    values read (recomputed there; a table's fill recomputes its own, :func:`_fill_locals`);
-    raises where one is no recomputable value."""
+    values read (recomputed there; a table's fill recomputes its own, :func:`_fill_locals`;
+    a later phase's rows read the tile exit's test too), and the locals no value recomputes
+    that a later phase reads: one register a row (name -> element type,
+    :mod:`.tile_batch_rows`); raises where one cannot be."""
     out: list[list[Node]] = []
+    held: dict[str, str] = {}
     for k, stmts in enumerate(phases):
         need: list[Node] = []
         todo = [n for s in stmts if s not in fills for n in walk(s) if n.type == "identifier"]
+        if exit_ is not None and k:
+            todo += list(identifiers(exit_.test))
         while todo:
             n = todo.pop()
             loc = locals_.get(text(n))
-            if loc is None or loc.phase >= k or loc.stmt in need:
+            if loc is None or loc.phase >= k or loc.stmt in need or loc.name in held:
                 continue
             if not loc.derived:
-                raise Refused(f"`{loc.name}` (line {line(loc.stmt)}) lives across a "
-                               "barrier: rows a thread would need one a row", n)
+                held[loc.name] = held_type(loc.stmt, loc.name)
+                continue
             need.append(loc.stmt)
             todo += [i for i in walk(loc.stmt) if i.type == "identifier"]
         out.append(sorted(need, key=lambda s: s.start_byte))
+    return out, held
+
+
+def _held_edits(plan: Plan, held: dict[str, str], locals_: dict[str, _Local]) -> list[_Item]:
+    """A held local's declaration as its row's assignment, every read of it its row's."""
+    out: list[_Item] = []
+    for name in held:
+        start, end, new = held_declaration(locals_[name].stmt)
+        out.append((start, end, 1, _const(new)))
+        out += [_put(n, f"{name}[wb_j]") for n in identifiers(plan.body)
+                if text(n) == name and n.parent is not None and
+                n.parent.type != "init_declarator" and not (start <= n.start_byte < end)]
     return out
 
 
@@ -409,6 +439,10 @@ def _render(data: bytes, start: int, end: int, items: list[_Item]) -> str:
     return "".join(out)
 
 
+def _const(new: str) -> Callable[[str], str]:
+    return lambda _inner: new
+
+
 def _put(node: Node, new: str) -> _Item:
     return (node.start_byte, node.end_byte, 1, lambda _inner: new)
 
@@ -418,20 +452,30 @@ def _wrap(node: Node, prefix: str, suffix: str = "") -> _Item:
 
 
 def _lift(plan: Plan, nx: int, ny: int) -> None:
-    _check_shape(plan)
     stmts = _statements(plan)
     phases = _phases(stmts)
+    exit_ = tile_exit(plan, phases[0], single_values(plan.body))
+    _check_shape(plan, exit_)
     locals_ = _locals(plan, phases)
     arrays = _arrays(plan, phases, locals_)
     gx, gy = _in_c(plan.grid[0], plan), _in_c(plan.grid[1], plan)
     fills = {f for a in arrays for f in a.fills}
+    held: dict[str, str] = {}
     try:
-        carried: list[list[Node]] | None = _carried(phases, locals_, fills)
+        carried: list[list[Node]] | None
+        carried, held = _carried(phases, locals_, fills, exit_)
         rows_note = None
     except Refused as no:
         carried, rows_note = None, no
-    items = sorted(_builtins(plan, nx, ny) + [it for a in arrays for it in _array_edits(plan, a)],
-                   key=lambda it: (it[0], -it[1], it[2]))
+    edits = _builtins(plan, nx, ny) + [it for a in arrays for it in _array_edits(plan, a)]
+    plain = sorted(edits, key=lambda it: (it[0], -it[1], it[2]))  # the exit's test's
+    if carried is not None:
+        edits += _held_edits(plan, held, locals_)
+        if exit_ is not None:  # the row leaves its phase (module doc of tile_batch_rows)
+            edits.append(_put(exit_.leave, "continue;"))
+    elif exit_ is not None:
+        edits += [_put(exit_.leave, ""), _put(exit_.test, "wb_left")]
+    items = sorted(edits, key=lambda it: (it[0], -it[1], it[2]))
 
     def show(stmt: Node) -> str:
         return _render(plan.source.data, stmt.start_byte, stmt.end_byte,
@@ -453,19 +497,40 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                   f"const unsigned wb_ty = threadIdx.y / {ny}, wb_ey = threadIdx.y % {ny};",
                   f"const unsigned wb_byv = blockIdx.y * TY + wb_ty, wb_gy = {gy};",
                   "const unsigned wb_by = TY == 1 || wb_byv < wb_gy ? wb_byv : wb_gy - 1;"]
-        lines += [f"{_BARRIER}();" if is_barrier(s) else fill(s) if s in fills else show(s)
-                  for s in stmts if s not in shared]
+        left = False  # past the tile's exit: run where it was not taken
+        for s in stmts:
+            if s in shared:
+                continue
+            shown = f"{_BARRIER}();" if is_barrier(s) else fill(s) if s in fills else show(s)
+            if exit_ is not None and s == exit_.statement:
+                test = _render(plan.source.data, exit_.test.start_byte, exit_.test.end_byte,
+                               [it for it in plain if exit_.test.start_byte <= it[0] and
+                                it[1] <= exit_.test.end_byte])
+                lines.append(f"const bool wb_left = {test};")
+                left = True
+            elif left and not is_barrier(s) and s not in fills:
+                if s.type == "declaration":
+                    loc = locals_.get(_declared(s.children_by_field_name("declarator")[0]))
+                    if loc is None or not loc.derived:
+                        raise Refused("a declaration after the tile's exit reads memory or is "
+                                      "assigned: the tiles that left would run it", s)
+                else:
+                    shown = f"if (!wb_left) {{\n    {shown}\n  }}"
+            lines.append(shown)
     else:  # rows a thread: a tile past the written grid skips its rows (tile 0 never does)
         lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
                   f"const bool wb_in_x = wb_bx < {gx};",
                   f"const bool wb_whole = TX * TY == 1 || ((blockIdx.x + 1) * TX <= {gx} && "
                   f"(blockIdx.y + 1) * TY <= {gy});"]
+        lines += [f"{kind} {name}[RPT];" for name, kind in held.items()]
         row = f"(threadIdx.y + wb_j * ({ny} * TY / RPT))"
         for k, phase in enumerate(phases):
             if k:
                 lines.append(f"{_BARRIER}();")
             lines += [fill(s) for s in phase if s in fills]
             work = [show(s) for s in carried[k]]
+            if exit_ is not None and k:
+                work.append(f"if ({show(exit_.test)}) continue;")
             work += [show(s) for s in phase if s not in shared and s not in fills]
             lines.append(_rows(row, ny, work, f"wb_by >= {gy}"))
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")

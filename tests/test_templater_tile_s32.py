@@ -1,0 +1,159 @@
+"""Session 32 (tiles): held-back unseen24's floyd_block_phase, a blocked Floyd-Warshall
+phase a CTA per 32 x 32 data tile, lifted by the CTA-per-data-tile family
+(:mod:`workbench.templater.tile_batch`) once it reads what the kernel's rows carry
+(:mod:`workbench.templater.tile_batch_rows`):
+
+- its whole-tile early exit ``if (blockIdx.x == kb || blockIdx.y == kb) { copy; return; }``
+  before the first barrier (the test reads no thread's place: every thread of a tile takes
+  it or none does): with rows a thread the ``return`` leaves the row (``continue``, the copy
+  run for every row the thread owns) and the later phases' rows test it again; in one pass
+  a flag guards what follows. Before, the family refused any ``return`` (TX: "a thread
+  that leaves would skip the tiles its CTA runs after this one");
+- ``cur``, the min-plus value a row keeps across the barrier: one register a row,
+  ``cur[RPT]`` (before, RPT was refused: "lives across a barrier").
+
+And it no longer lifts TILE: the block's 32 is also the pivot tile's (``kBase = kb *
+Tile::kSide``: the argument kb counts tiles of it), so TILE = 16 computed another phase
+(host: d_out differed at TILE 16 and 8). A tile size a scalar argument multiplies is now
+part of what the kernel computes (:func:`.smem_tiles._counts_tiles`), the block kept.
+
+Lifted: TX, TY (32 x 32 tiles a CTA across and down), RPT (rows a thread, the block's
+height apart: the expert's TM over BY), PAD, MIN_BLOCKS_PER_SM. The expert's TN (columns a
+thread) has no counterpart; the rows' min-plus loops run one row after another (no shared
+load is reused between a thread's rows as the expert's register tile does).
+
+Respellings (tests/spellings_s32_tile/): macros with a guarded-load helper, ``size_t`` row
+offsets and a row pointer of the output, ``min()``; namespaced constants, unsigned
+indices, the band test a named flag, the pivot slices stored by ``if``/``else``, the
+relaxation an ``if``. Both lift the same knobs and compute as written (bit for bit).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import held_back_unseen24
+import pytest
+from held_back_harness import default_and_mix, respelled, same_as_written
+from helpers_templater import host_configs
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.errors import TemplateError
+from workbench.core.kernel_folder import KernelFolder
+from workbench.templater import offline_template
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_s32_tile"
+HELD = held_back_unseen24.SET
+FLOYD = frozenset({"TX", "TY", "RPT", "PAD", "MIN_BLOCKS_PER_SM"})
+FLOYD_MIX = {"TX": 2, "TY": 2, "RPT": 8, "PAD": 1}
+
+needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
+                               reason="needs g++ for the host simulation")
+
+
+def _respelled(name: str, corpus: str, root: Path, edit: tuple[str, str] = ("", "")) -> KernelFolder:
+    source = (SPELLINGS / f"{name}.cu").read_text() if name else \
+        (HELD.root / corpus / "baseline.cu").read_text()
+    return respelled(HELD.root / corpus, root, source.replace(*edit) if edit[0] else source)
+
+
+def _knobs(kf: KernelFolder) -> tuple[set[str], tuple[str, ...]]:
+    """The lifted knobs and the notes (nothing lifted: the error's findings)."""
+    try:
+        lifted = offline_template(kf).lifted
+    except TemplateError as nothing:
+        return set(), tuple(nothing.details["findings"])
+    return {p.name for p in lifted.params}, lifted.notes
+
+
+@pytest.mark.parametrize("name", ["", "floyd_block_phase_macro_helper",
+                                  "floyd_block_phase_namespace_branches"])
+def test_floyd_lifts_tiles_rows_and_padding(name: str, tmp_path: Path) -> None:
+    names, notes = _knobs(_respelled(name, "floyd_block_phase", tmp_path))
+    assert names == FLOYD, notes
+    assert not any(n.startswith(("TILE", "RPT: not applied")) for n in notes), notes
+
+
+def test_a_tile_size_an_argument_counts_is_kept(tmp_path: Path) -> None:
+    """Where the family refuses (the grid's size read), the tied tile is read: its size
+    scales the argument kb, so it is no block size."""
+    kf = _respelled("", "floyd_block_phase", tmp_path,
+                    ("j < n;", "j < n && blockIdx.x < gridDim.x;"))
+    names, notes = _knobs(kf)
+    assert "TILE" not in names, notes
+    assert any(n.startswith("BLOCK_X: not applied: `kb * Tile::kSide`: the kernel's argument "
+                            "counts tiles") for n in notes), notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # a thread's place in the test: the tile's threads would not leave as one
+    ("if (blockIdx.x == kb || blockIdx.y == kb) {", "if (blockIdx.x == kb || i >= n) {",
+     "the exit's test `blockIdx.x == kb || i >= n` reads `i`, which reads `ti`, which reads `threadIdx.y`"),
+    # a return after the first barrier
+    ("    if (inside) d_out[i * n + j] = cur;\n}", "    if (!inside) return;\n    "
+     "d_out[i * n + j] = cur;\n}", "a `return` that is no whole tile's exit"),
+])
+def test_an_exit_the_tiles_cannot_share_is_refused(old: str, new: str, why: str,
+                                                   tmp_path: Path) -> None:
+    names, notes = _knobs(_respelled("", "floyd_block_phase", tmp_path, (old, new)))
+    assert "TX" not in names and "RPT" not in names, notes
+    assert any(n.startswith("TX: not applied: ") and why in n for n in notes), notes
+
+
+#: The min-plus values an array no row register holds: one pass, the exit a flag.
+ONE_PASS = ("int cur = inside ? d_in[i * n + j] : Tile::kInf;\n"
+            "    if (blockIdx.x == kb || blockIdx.y == kb) {\n"
+            "        if (inside) d_out[i * n + j] = cur;",
+            "int cur[2];\n    for (int s = 0; s < 2; ++s) cur[s] = inside ? d_in[i * n + j] : "
+            "Tile::kInf;\n    if (blockIdx.x == kb || blockIdx.y == kb) {\n"
+            "        if (inside) d_out[i * n + j] = cur[0];")
+
+
+def _one_pass(root: Path) -> KernelFolder:
+    source = (HELD.root / "floyd_block_phase" / "baseline.cu").read_text().replace(*ONE_PASS)
+    source = source.replace("cur = via < cur ? via : cur;",
+                            "for (int s = 0; s < 2; ++s) cur[s] = via < cur[s] ? via : cur[s];")
+    source = source.replace("d_out[i * n + j] = cur;\n}", "d_out[i * n + j] = cur[1];\n}")
+    return respelled(HELD.root / "floyd_block_phase", root, source)
+
+
+def test_one_pass_keeps_the_exit_in_a_flag(tmp_path: Path) -> None:
+    kf = _one_pass(tmp_path)
+    lifted = offline_template(kf).lifted
+    assert {p.name for p in lifted.params} == FLOYD - {"RPT"}, lifted.notes
+    assert any(n.startswith("RPT: not applied: `cur` lives across a barrier and is not a "
+                            "scalar declared alone") for n in lifted.notes), lifted.notes
+    assert "const bool wb_left = wb_bx == kb || wb_by == kb;" in lifted.source
+    assert lifted.source.count("if (!wb_left) {") == 4, lifted.source
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_floyd_computes_as_written(tmp_path: Path,
+                                   host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = HELD.folder("floyd_block_phase")
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    configs = host_configs(template, env, [FLOYD_MIX, {"TX": 4, "TY": 1, "RPT": 4},
+                                           {"TY": 4, "RPT": 8, "MIN_BLOCKS_PER_SM": 2}])
+    assert same_as_written(kf, template, configs, HELD.host_source, tmp_path,
+                           host_flags) == len(configs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", ["floyd_block_phase_macro_helper",
+                                  "floyd_block_phase_namespace_branches", "one_pass"])
+def test_the_floyd_respelling_computes_as_written(name: str, tmp_path: Path,
+                                                  host_flags: tuple[str, ...]  # noqa: F811
+                                                  ) -> None:
+    kf = _one_pass(tmp_path / "folder") if name == "one_pass" else \
+        _respelled(name, "floyd_block_phase", tmp_path / "folder")
+    template = offline_template(kf).template
+    mix = {"PAD": 1} if name == "one_pass" else {"TX": 1, "TY": 2, "RPT": 4, "PAD": 1}
+    configs = default_and_mix(template, kf, mix)
+    assert same_as_written(kf, template, configs, HELD.host_source, tmp_path / "run",
+                           host_flags) == len(configs)

@@ -1,0 +1,157 @@
+"""What a thread's rows carry in the CTA-per-data-tile family (:mod:`.tile_batch`): a
+whole tile's early exit, and the values a row keeps across a barrier.
+
+A tile's early exit: a graph kernel's blocked phase copies the tiles of the pivot's bands
+and leaves, ``if (blockIdx.x == kb || blockIdx.y == kb) { if (inside) d_out[..] = cur;
+return; }``, before its first barrier. Its test reads no thread's place: only block indices,
+the kernel's scalar arguments (never assigned), named constants and locals computed from
+those alone. Every thread of a tile takes the same side, so the tile leaves as one before
+any barrier it would have met. Batched, the tiles of one CTA may take different sides and
+the CTA's barriers are every thread's: the exit leaves the tile's work, not the CTA. With
+rows a thread, a row that takes it skips the rest of its phase (its ``return`` a
+``continue`` of the loop over the thread's rows, after the statements before it, so the
+copy runs for every row the thread owns) and every later phase's rows test it again (the
+test's locals recomputed there, as the rows recompute every local they read); in one pass
+(no rows a thread), its value is kept in ``wb_left`` and every statement after it is run
+only where it is false (a declaration after it must be a recomputable value: it is run
+anyway, harmlessly). Recognised: a top-level ``if`` without ``else`` in the first phase
+whose consequence is ``return;`` or a block ending in one, leaving no other way and calling
+no barrier; any other ``return`` stays refused.
+
+A value a row keeps across a barrier (``int cur = inside ? d_in[i * n + j] : INF;`` before
+the barrier, ``cur = via < cur ? via : cur;`` after it): rows a thread run each phase once
+per row, so the value is one register a row, ``cur[RPT]`` declared before the phases,
+indexed by the row loop's counter (unrolled: registers). Legal for a scalar local declared
+alone at the top level (no array, pointer or reference); its declaration becomes the row's
+assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tree_sitter import Node
+
+from workbench.templater.analysis import builtin, strip, text, walk, write_target
+from workbench.templater.plan import Plan
+from workbench.templater.regtile import Refused
+
+_EXITS = ("return_statement", "goto_statement", "break_statement", "continue_statement")
+
+
+@dataclass(frozen=True)
+class TileExit:
+    """``if (test) { body; return; }``: a whole tile's exit before its first barrier."""
+
+    statement: Node
+    test: Node
+    leave: Node  # the ``return;``
+
+
+def tile_exit(plan: Plan, first_phase: list[Node], values: Mapping[str, Node | None]
+              ) -> TileExit | None:
+    """The first phase's tile exit (module doc), or None where the kernel has no
+    ``return``; raises Refused, with the line, at a ``return`` that is no such exit.
+    ``values``: each top-level local's value (None: declared without one, or not a value
+    read alike wherever it is read)."""
+    returns = [n for n in walk(plan.body) if n.type == "return_statement"]
+    if not returns:
+        return None
+    found = next((e for s in first_phase if (e := _exit(s)) is not None), None)
+    stray = [r for r in returns if found is None or r != found.leave]
+    if stray:
+        raise Refused("a `return` that is no whole tile's exit before the first barrier "
+                      "(`if (test) { ..; return; }` at the top level, its test reading no "
+                      "thread's place): a thread that leaves would skip the tiles its CTA "
+                      "runs after this one, and their barriers", stray[0])
+    assert found is not None
+    for stmt in _body(found.statement)[:-1]:
+        for n in walk(stmt):
+            if n.type in _EXITS or (n.type == "call_expression" and "sync" in text(
+                    n.child_by_field_name("function"))):
+                raise Refused(f"the tile's exit leaves or synchronises by `{text(n)}` before "
+                              "its return", n)
+    why = _thread_read(plan, found.test, values, set())
+    if why is not None:
+        raise Refused(f"the exit's test `{text(found.test)}` reads {why}: the threads of a "
+                      "tile would not leave as one", found.statement)
+    return found
+
+
+def _body(stmt: Node) -> list[Node]:
+    then = stmt.child_by_field_name("consequence")
+    if then is None:
+        return []
+    if then.type != "compound_statement":
+        return [then]
+    return [c for c in then.named_children if c.type != "comment"]
+
+
+def _exit(stmt: Node) -> TileExit | None:
+    condition = stmt.child_by_field_name("condition")
+    if stmt.type != "if_statement" or condition is None or \
+            stmt.child_by_field_name("alternative") is not None:
+        return None
+    body = _body(stmt)
+    if not body or body[-1].type != "return_statement" or body[-1].named_child_count:
+        return None
+    test = strip(condition.named_children[-1]) if condition.named_children else condition
+    return TileExit(stmt, test, body[-1])
+
+
+def _thread_read(plan: Plan, node: Node, values: Mapping[str, Node | None],
+                 seen: set[str]) -> str | None:
+    """What in ``node`` may differ between a tile's threads (a thread index, memory, a
+    call, an assigned argument, a local not computed from block-uniform values alone);
+    None where nothing does."""
+    assigned = {text(t) for n in walk(plan.body) if (t := write_target(n)) is not None
+                and t.type == "identifier"}
+    params = {p.name: p for p in plan.kernel.params}
+    for n in walk(node):
+        if builtin(n, "threadIdx") is not None or builtin(n, "blockDim") is not None:
+            return f"`{text(n)}`"
+        if n.type in ("subscript_expression", "pointer_expression", "call_expression"):
+            return f"`{text(n)}`"
+        if n.type != "identifier" or text(n) in seen:
+            continue
+        name = text(n)
+        if name in params:
+            if params[name].is_pointer or name in assigned:
+                return f"the argument `{name}`"
+        elif name in values:
+            value = values[name]
+            if value is None:
+                return f"the local `{name}`"
+            seen.add(name)
+            why = _thread_read(plan, value, values, seen)
+            if why is not None:
+                return f"`{name}`, which reads {why}"
+    return None
+
+
+def held_type(decl: Node, name: str) -> str:
+    """The element type of the row registers ``name[RPT]`` standing for the scalar local
+    ``decl`` declares alone; raises Refused where it is no such local."""
+    declarators = decl.children_by_field_name("declarator")
+    kind = decl.child_by_field_name("type")
+    inner = declarators[0] if declarators else None
+    if inner is not None and inner.type == "init_declarator":
+        inner = inner.child_by_field_name("declarator")
+    if len(declarators) != 1 or kind is None or inner is None or inner.type != "identifier" \
+            or text(kind) == "auto":
+        raise Refused(f"`{name}` lives across a barrier and is not a scalar declared alone: "
+                      "rows a thread would need one a row", decl)
+    return text(kind)
+
+
+def held_declaration(decl: Node) -> tuple[int, int, str]:
+    """The span of ``decl`` that names the local, and what replaces it: ``int cur = v;``
+    becomes ``cur[wb_j] = v;`` (the value rendered as the rest of the row is), ``int cur;``
+    nothing."""
+    d = decl.children_by_field_name("declarator")[0]
+    value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+    name = text(d.child_by_field_name("declarator") if value is not None else d)
+    if value is None:
+        return decl.start_byte, decl.end_byte, ""
+    return decl.start_byte, value.start_byte, f"{name}[wb_j] = "
