@@ -47,8 +47,8 @@ from workbench.templater import offline_template
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_s32_tile"
 HELD = held_back_unseen24.SET
-FLOYD = frozenset({"TX", "TY", "RPT", "PAD", "MIN_BLOCKS_PER_SM"})
-FLOYD_MIX = {"TX": 2, "TY": 2, "RPT": 8, "PAD": 1}
+FLOYD = frozenset({"TX", "TY", "RPT", "CPT", "PAD", "MIN_BLOCKS_PER_SM"})
+FLOYD_MIX = {"TX": 2, "TY": 2, "RPT": 8, "CPT": 4, "PAD": 1}
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
                                reason="needs g++ for the host simulation")
@@ -123,7 +123,7 @@ def _one_pass(root: Path) -> KernelFolder:
 def test_one_pass_keeps_the_exit_in_a_flag(tmp_path: Path) -> None:
     kf = _one_pass(tmp_path)
     lifted = offline_template(kf).lifted
-    assert {p.name for p in lifted.params} == FLOYD - {"RPT"}, lifted.notes
+    assert {p.name for p in lifted.params} == FLOYD - {"RPT", "CPT"}, lifted.notes
     assert any(n.startswith("RPT: not applied: `cur` lives across a barrier and is not a "
                             "scalar declared alone") for n in lifted.notes), lifted.notes
     assert "const bool wb_left = wb_bx == kb || wb_by == kb;" in lifted.source
@@ -138,7 +138,8 @@ def test_floyd_computes_as_written(tmp_path: Path,
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     configs = host_configs(template, env, [FLOYD_MIX, {"TX": 4, "TY": 1, "RPT": 4},
-                                           {"TY": 4, "RPT": 8, "MIN_BLOCKS_PER_SM": 2}])
+                                           {"TY": 4, "RPT": 8, "MIN_BLOCKS_PER_SM": 2},
+                                           {"TY": 2, "RPT": 2, "CPT": 4}])
     assert same_as_written(kf, template, configs, HELD.host_source, tmp_path,
                            host_flags) == len(configs)
 
@@ -153,7 +154,8 @@ def test_the_floyd_respelling_computes_as_written(name: str, tmp_path: Path,
     kf = _one_pass(tmp_path / "folder") if name == "one_pass" else \
         _respelled(name, "floyd_block_phase", tmp_path / "folder")
     template = offline_template(kf).template
-    mix = {"PAD": 1} if name == "one_pass" else {"TX": 1, "TY": 2, "RPT": 4, "PAD": 1}
+    mix = {"PAD": 1} if name == "one_pass" else \
+        {"TX": 1, "TY": 2, "RPT": 4, "CPT": 2, "PAD": 1}
     configs = default_and_mix(template, kf, mix)
     assert same_as_written(kf, template, configs, HELD.host_source, tmp_path / "run",
                            host_flags) == len(configs)

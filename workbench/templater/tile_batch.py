@@ -73,9 +73,11 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
 from workbench.templater.rules import literal
 from workbench.templater.tile_batch_rows import (
+    RowsInside,
     TileExit,
     held_declaration,
     held_type,
+    rows_inside,
     tile_exit,
 )
 
@@ -387,13 +389,15 @@ def _carried(phases: list[list[Node]], locals_: dict[str, _Local], fills: set[No
     return out, held
 
 
-def _held_edits(plan: Plan, held: dict[str, str], locals_: dict[str, _Local]) -> list[_Item]:
-    """A held local's declaration as its row's assignment, every read of it its row's."""
+def _held_edits(plan: Plan, held: dict[str, str], locals_: dict[str, _Local],
+                reg: str) -> list[_Item]:
+    """A held local's declaration as its row's assignment, every read of it its row's
+    (``reg``: the register's subscript, ``[wb_j]`` or ``[wb_j][wb_i]``)."""
     out: list[_Item] = []
     for name in held:
-        start, end, new = held_declaration(locals_[name].stmt)
+        start, end, new = held_declaration(locals_[name].stmt, reg)
         out.append((start, end, 1, _const(new)))
-        out += [_put(n, f"{name}[wb_j]") for n in identifiers(plan.body)
+        out += [_put(n, f"{name}{reg}") for n in identifiers(plan.body)
                 if text(n) == name and n.parent is not None and
                 n.parent.type != "init_declarator" and not (start <= n.start_byte < end)]
     return out
@@ -469,8 +473,17 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
         carried, rows_note = None, no
     edits = _builtins(plan, nx, ny) + [it for a in arrays for it in _array_edits(plan, a)]
     plain = sorted(edits, key=lambda it: (it[0], -it[1], it[2]))  # the exit's test's
+    insides: list[RowsInside | None] = []
     if carried is not None:
-        edits += _held_edits(plan, held, locals_)
+        derived = {name: loc.derived for name, loc in locals_.items()}
+        insides = [rows_inside(plan, [s for s in phase if s not in fills and
+                                      not any(a.decl == s for a in arrays)], held, derived)
+                   if held and (exit_ is None or k) else None
+                   for k, phase in enumerate(phases)]
+    cols = any(i is not None for i in insides)  # columns a thread: a register tile's reuse
+    reg = "[wb_j][wb_i]" if cols else "[wb_j]"
+    if carried is not None:
+        edits += _held_edits(plan, held, locals_, reg)
         if exit_ is not None:  # the row leaves its phase (module doc of tile_batch_rows)
             edits.append(_put(exit_.leave, "continue;"))
     elif exit_ is not None:
@@ -483,14 +496,17 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                         it[1] <= stmt.end_byte])
 
     shared = [s for s in stmts if any(a.decl == s for a in arrays)]
-    threads = f"{nx} * TX * {ny} * TY" if carried is None else f"{nx} * TX * ({ny} * TY / RPT)"
+    x_threads = f"{nx} * TX / CPT" if cols else f"{nx} * TX"
+    threads = f"{nx} * TX * {ny} * TY" if carried is None else \
+        f"{nx} * TX * ({ny} * TY / RPT)" if not cols else f"({x_threads}) * ({ny} * TY / RPT)"
 
     def fill(stmt: Node) -> str:
         return _fill(stmt, [show(s) for s in _fill_locals(stmt, locals_)], show(stmt), nx, ny,
-                     threads)
+                     x_threads, threads)
 
     lines = [show(s) for s in shared]
-    x = f"const unsigned wb_tx = threadIdx.x / {nx}, wb_ex = threadIdx.x % {nx};"
+    x = (f"const unsigned wb_tx = TX == 1 ? 0u : threadIdx.x / {nx}, "
+         f"wb_ex = TX == 1 ? threadIdx.x : threadIdx.x % {nx};")
     if carried is None:  # one pass: a tile past the written grid redoes the last one
         lines += [x, f"const unsigned wb_bxv = blockIdx.x * TX + wb_tx, wb_gx = {gx};",
                   "const unsigned wb_bx = TX == 1 || wb_bxv < wb_gx ? wb_bxv : wb_gx - 1;",
@@ -518,25 +534,58 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
                     shown = f"if (!wb_left) {{\n    {shown}\n  }}"
             lines.append(shown)
     else:  # rows a thread: a tile past the written grid skips its rows (tile 0 never does)
-        lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
-                  f"const bool wb_in_x = wb_bx < {gx};",
-                  f"const bool wb_whole = TX * TY == 1 || ((blockIdx.x + 1) * TX <= {gx} && "
+        if not cols:
+            lines += [x, "const unsigned wb_bx = blockIdx.x * TX + wb_tx;",
+                      f"const bool wb_in_x = wb_bx < {gx};"]
+        lines += [f"const bool wb_whole = TX * TY == 1 || ((blockIdx.x + 1) * TX <= {gx} && "
                   f"(blockIdx.y + 1) * TY <= {gy});"]
-        lines += [f"{kind} {name}[RPT];" for name, kind in held.items()]
-        row = f"(threadIdx.y + wb_j * ({ny} * TY / RPT))"
+        lines += [f"{kind} {name}[RPT]{'[CPT]' if cols else ''};" for name, kind in held.items()]
+        geometry = _Rows(f"(threadIdx.y + wb_j * ({ny} * TY / RPT))", ny, f"wb_by >= {gy}",
+                         (nx, gx) if cols else None)
         for k, phase in enumerate(phases):
             if k:
                 lines.append(f"{_BARRIER}();")
             lines += [fill(s) for s in phase if s in fills]
-            work = [show(s) for s in carried[k]]
+            head = [show(s) for s in carried[k]]
             if exit_ is not None and k:
-                work.append(f"if ({show(exit_.test)}) continue;")
-            work += [show(s) for s in phase if s not in shared and s not in fills]
-            lines.append(_rows(row, ny, work, f"wb_by >= {gy}"))
+                head.append(f"if ({show(exit_.test)}) continue;")
+            own = [s for s in phase if s not in shared and s not in fills]
+            inside = insides[k]
+            if inside is None:
+                lines.append(_rows(geometry, head + [show(s) for s in own]))
+                continue
+            # a pragma before the loop stays before it, outside the rows
+            pragmas = "".join(show(s) + "\n    " for s in inside.before
+                              if s.type == "preproc_call")
+            before = [show(s) for s in inside.before if s.type != "preproc_call"]
+            body = inside.loop.child_by_field_name("body")
+            assert body is not None
+            around = pragmas + _render(plan.source.data, inside.loop.start_byte, body.start_byte, [
+                it for it in items if inside.loop.start_byte <= it[0] and
+                it[1] <= body.start_byte])
+            reads = _needed([*carried[k], *inside.before], [body, *(
+                [exit_.test] if exit_ is not None and k else [])])
+            lines.append(_rows(geometry, [show(s) for s in reads] + head[len(carried[k]):] +
+                               [show(body)], around))
+            if inside.after:
+                lines.append(_rows(geometry, head + before + [show(s) for s in inside.after]))
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
-    _space(plan, nx, ny, carried is not None, arrays)
+    _space(plan, nx, ny, carried is not None, arrays, cols)
     if rows_note is not None:
         plan.note("RPT", False, rows_note.reason, rows_note.node)
+
+
+def _needed(decls: Sequence[Node], uses: Sequence[Node]) -> list[Node]:
+    """The declarations of ``decls`` (in order) whose names ``uses`` read, with those their
+    values read: the rows inside a loop recompute no local they do not read."""
+    names = {text(n) for u in uses for n in identifiers(u)}
+    out: list[Node] = []
+    for decl in reversed(decls):
+        declared = {_declared(d) for d in decl.children_by_field_name("declarator")}
+        if decl.type == "declaration" and declared & names:
+            out.insert(0, decl)
+            names |= {text(n) for n in identifiers(decl)}
+    return out
 
 
 def _fill_locals(stmt: Node, locals_: dict[str, _Local]) -> list[Node]:
@@ -555,7 +604,8 @@ def _fill_locals(stmt: Node, locals_: dict[str, _Local]) -> list[Node]:
     return sorted(out, key=lambda s: s.start_byte)
 
 
-def _fill(stmt: Node, decls: list[str], fill: str, nx: int, ny: int, threads: str) -> str:
+def _fill(stmt: Node, decls: list[str], fill: str, nx: int, ny: int, x_threads: str,
+          threads: str) -> str:
     """A table's fill once a CTA: the statement run for every thread ``(wb_ex, wb_ey)`` of
     the written ``nx x ny`` CTA, by the CTA's flat thread index strided over its threads,
     with the locals it reads (``decls``) recomputed for that thread. The same entries with
@@ -563,21 +613,52 @@ def _fill(stmt: Node, decls: list[str], fill: str, nx: int, ny: int, threads: st
     and before the phase's barrier."""
     body = "\n    ".join([f"const unsigned wb_ex = wb_e % {nx}, wb_ey = wb_e / {nx};", *decls,
                           fill])
-    return (f"for (int wb_e = threadIdx.y * ({nx} * TX) + threadIdx.x; wb_e < {nx * ny}; "
+    return (f"for (int wb_e = threadIdx.y * ({x_threads}) + threadIdx.x; wb_e < {nx * ny}; "
             f"wb_e += {threads}) {{\n    {body}\n  }}")
 
 
-def _rows(row: str, ny: int, work: list[str], past_y: str) -> str:
+@dataclass(frozen=True)
+class _Rows:
+    """How a thread's rows are walked: the row expression (of ``wb_j``), the tile's height,
+    the test of a row past the written grid, and, with columns a thread, the tile's width
+    and the grid's width in tiles (C)."""
+
+    row: str
+    ny: int
+    past_y: str
+    columns: tuple[int, str] | None
+
+
+def _rows(g: _Rows, work: list[str], around: str = "") -> str:
     """A phase's loop over a thread's rows, twice: a CTA whose tiles all lie inside the
     written grid runs it without a test (ptxas then reads a table's entries once for all
     rows: sm_90 at unseen18/dct8x8_blocks' expert pick 144 ld.shared and 40 registers, with
-    the test 256 and 44), the last CTAs skipping the rows of tiles past the grid."""
-    head = f"const unsigned wb_ty = {row} / {ny}, wb_ey = {row} % {ny};"
+    the test 256 and 44), the last CTAs skipping the rows of tiles past the grid. ``around``:
+    the header of a loop the rows run inside (:func:`.tile_batch_rows.rows_inside`). At
+    TY = 1 a row's tile is 0 and its element the row: said as constants, so the rows'
+    reads of one element of a tile are one load. With columns a thread, each row's loop
+    runs the thread's CPT columns (``threadIdx.x`` the block's width apart), each its
+    tile's and element's across, skipped past the grid."""
+    row, ny = g.row, g.ny
+    head = (f"const unsigned wb_ty = TY == 1 ? 0u : {row} / {ny}, "
+            f"wb_ey = TY == 1 ? {row} : {row} % {ny};")
     by = "const unsigned wb_by = blockIdx.y * TY + wb_ty;"  # the rows' tile's, where read
     body = "\n    ".join(work)
     loop = "#pragma unroll\n    for (int wb_j = 0; wb_j < RPT; ++wb_j) {{\n    {}\n    }}"
+    past = f"!wb_in_x || {g.past_y}"
+    if g.columns is not None:
+        nx, gx = g.columns
+        col = f"(threadIdx.x + wb_i * ({nx} * TX / CPT))"
+        head += (f"\n    #pragma unroll\n    for (int wb_i = 0; wb_i < CPT; ++wb_i) {{\n    "
+                 f"const unsigned wb_tx = TX == 1 ? 0u : {col} / {nx}, "
+                 f"wb_ex = TX == 1 ? {col} : {col} % {nx};\n    "
+                 "const unsigned wb_bx = blockIdx.x * TX + wb_tx;")
+        body += "\n    }"
+        past = f"wb_bx >= {gx} || {g.past_y}"
     whole = loop.format("\n    ".join([head, *[by] * ("wb_by" in body), body]))
-    edge = loop.format(f"{head}\n    {by}\n    if (!wb_in_x || {past_y}) continue;\n    {body}")
+    edge = loop.format(f"{head}\n    {by}\n    if ({past}) continue;\n    {body}")
+    if around:
+        whole, edge = f"{around}{{\n    {whole}\n    }}", f"{around}{{\n    {edge}\n    }}"
     return f"if (wb_whole) {{\n    {whole}\n  }} else {{\n    {edge}\n  }}"
 
 
@@ -627,7 +708,8 @@ def _smem(a: _Array) -> str:
     return f"{a.elem} * ({a.extents[0]} + PAD) * TX * TY"
 
 
-def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array]) -> None:
+def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array],
+           cols: bool = False) -> None:
     where = f"{plan.source.line_of(plan.body)}"
     grid = list(plan.grid)
     plan.grid = [f"ceil_div({grid[0]}, TX)", f"ceil_div({grid[1]}, TY)"]
@@ -650,8 +732,17 @@ def _space(plan: Plan, nx: int, ny: int, rows: bool, arrays: list[_Array]) -> No
                                               f"({', '.join(a.name for a in tiles)}; "
                                               "as written: 0)"},
                        f"{where}: __shared__ {tiles[0].name}")
-    plan.block = [f"{nx} * TX", y_threads]
-    threads = f"{nx} * TX * ({y_threads})"
+    x_threads = f"{nx} * TX / CPT" if cols else f"{nx} * TX"
+    if cols:
+        plan.add_param("CPT", {"kind": "choice", "values": [1, 2, 4], "default": 1,
+                               "description": "tile columns a thread, strided by the block's "
+                                              "width: with RPT a register tile whose loop "
+                                              "reads a row's and a column's elements once "
+                                              "(as written: 1)"},
+                       f"{where}: block x {nx}")
+        plan.constrain(f"({nx} * TX) % CPT == 0")
+    plan.block = [x_threads, y_threads]
+    threads = f"{x_threads} * ({y_threads})" if cols else f"{nx} * TX * ({y_threads})"
     plan.constrain(f"{threads} <= 1024")
     plan.constrain(f"{threads} >= 32 or TX * TY == 1")
     if arrays:

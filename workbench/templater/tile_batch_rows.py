@@ -24,6 +24,20 @@ per row, so the value is one register a row, ``cur[RPT]`` declared before the ph
 indexed by the row loop's counter (unrolled: registers). Legal for a scalar local declared
 alone at the top level (no array, pointer or reference); its declaration becomes the row's
 assignment.
+
+The rows inside a phase's loop (the register tile's reuse): a phase whose rows each run a
+loop that only reads memory and updates the row's registers (``for (k = 0; k < 32; ++k) {
+int via = rowPiv[ti][k] + colPiv[k][tj]; cur = via < cur ? via : cur; }``) runs that loop
+once with the rows inside it, ``for (k ..) for (row ..) body``, then the rest of the phase
+row by row. The rows' bodies at one ``k`` touch disjoint registers, so their order is
+free; unrolled, the rows' reads of one element (``colPiv[k][tj]``, the same for every row
+of a thread where TY = 1) are loaded once for all of them, as a hand-written register
+tile's ``cv[b]`` is. Legal (else the phase runs row by row, as before) where the statements
+before the loop are only recomputable declarations (comments and pragmas), the loop's
+header reads only its counter and names no local (the same trips for every row), and its
+body synchronises and leaves nothing (no barrier, ``return``, ``break``, ``continue`` or
+``goto``), calls only pure functions, writes only the held registers and its own locals,
+and reads no array the phase writes.
 """
 
 from __future__ import annotations
@@ -33,8 +47,17 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import builtin, strip, text, walk, write_target
+from workbench.templater.analysis import (
+    builtin,
+    declared_name,
+    is_barrier,
+    strip,
+    text,
+    walk,
+    write_target,
+)
 from workbench.templater.plan import Plan
+from workbench.templater.purity import pure_calls
 from workbench.templater.regtile import Refused
 
 _EXITS = ("return_statement", "goto_statement", "break_statement", "continue_statement")
@@ -145,13 +168,79 @@ def held_type(decl: Node, name: str) -> str:
     return text(kind)
 
 
-def held_declaration(decl: Node) -> tuple[int, int, str]:
+def held_declaration(decl: Node, reg: str) -> tuple[int, int, str]:
     """The span of ``decl`` that names the local, and what replaces it: ``int cur = v;``
-    becomes ``cur[wb_j] = v;`` (the value rendered as the rest of the row is), ``int cur;``
-    nothing."""
+    becomes ``cur[wb_j] = v;`` (``reg`` the register's subscript; the value rendered as the
+    rest of the row is), ``int cur;`` nothing."""
     d = decl.children_by_field_name("declarator")[0]
     value = d.child_by_field_name("value") if d.type == "init_declarator" else None
     name = text(d.child_by_field_name("declarator") if value is not None else d)
     if value is None:
         return decl.start_byte, decl.end_byte, ""
-    return decl.start_byte, value.start_byte, f"{name}[wb_j] = "
+    return decl.start_byte, value.start_byte, f"{name}{reg} = "
+
+
+@dataclass(frozen=True)
+class RowsInside:
+    """A phase split around its loop the rows run inside (module doc): the statements
+    before it (recomputable declarations), the loop, and the statements after it."""
+
+    before: tuple[Node, ...]
+    loop: Node
+    after: tuple[Node, ...]
+
+
+def rows_inside(plan: Plan, phase: list[Node], held: Mapping[str, str],
+                derived: Mapping[str, bool]) -> RowsInside | None:
+    """``phase`` (its statements the rows run) split around the loop its rows can run
+    inside; None where none can (module doc). ``derived``: each top-level local's
+    recomputability."""
+    at = next((k for k, stmt in enumerate(phase) if stmt.type == "for_statement"), None)
+    if at is None:
+        return None
+    for stmt in phase[:at]:
+        if stmt.type in ("comment", "preproc_call"):
+            continue
+        if stmt.type != "declaration" or not all(
+                derived.get(declared_name(stmt)[0] if d.type != "init_declarator" else
+                            text(d.child_by_field_name("declarator")), False)
+                for d in stmt.children_by_field_name("declarator")):
+            return None
+    loop = phase[at]
+    body = loop.child_by_field_name("body")
+    init = loop.child_by_field_name("initializer")
+    if body is None or init is None or init.type != "declaration":
+        return None
+    counter = declared_name(init)[0]
+    scalars = {p.name for p in plan.kernel.params if not p.is_pointer}
+    header = [c for c in loop.children if c != body]
+    if any(n.type == "identifier" and text(n) != counter and
+           (text(n) in derived or text(n) in held or
+            (text(n) in {p.name for p in plan.kernel.params} and text(n) not in scalars))
+           for h in header for n in walk(h)):
+        return None
+    own = {text(d.child_by_field_name("declarator")) if d.type == "init_declarator" else text(d)
+           for n in walk(body) if n.type == "declaration"
+           for d in n.children_by_field_name("declarator")}
+    pure = pure_calls(plan.source)
+    written = {_array(t) for s in phase if s != loop for n in walk(s)
+               if (t := write_target(n)) is not None and t.type == "subscript_expression"}
+    for n in walk(body):
+        if n.type in _EXITS or is_barrier(n) or n.type == "pointer_expression":
+            return None
+        if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
+            return None
+        target = write_target(n)
+        if target is not None and (target.type != "identifier" or
+                                   (text(target) not in held and text(target) not in own)):
+            return None
+        if n.type == "subscript_expression" and _array(n) in written:
+            return None
+    return RowsInside(tuple(phase[:at]), loop, tuple(phase[at + 1:]))
+
+
+def _array(subscript: Node) -> str:
+    node = subscript
+    while node.type == "subscript_expression":
+        node = node.child_by_field_name("argument")  # type: ignore[assignment]
+    return text(node)
