@@ -22,10 +22,24 @@ height apart: the expert's TM over BY), PAD, MIN_BLOCKS_PER_SM. The expert's TN 
 thread) has no counterpart; the rows' min-plus loops run one row after another (no shared
 load is reused between a thread's rows as the expert's register tile does).
 
-Respellings (tests/spellings_s32_tile/): macros with a guarded-load helper, ``size_t`` row
+depthwise_conv1d_k9, a 1-D apron (``win[kBlock + 2 * kHalo]`` staged by a cooperative loop,
+``blockIdx.y`` the channel, one output a thread): the 2-D apron's outputs a thread read in
+one dimension (:mod:`workbench.templater.apron_line`): BLOCK_THREADS, OUT_X (outputs a
+thread, the block apart, as the 2-D apron's OUT_X; the line, its load and the grid
+follow), PLANES (channels a block along threadIdx.y, each its own line; a plane past the
+written grid's C loads and computes nothing: the expert's CH), MIN_BLOCKS_PER_SM. Before:
+BLOCK_THREADS, MIN_BLOCKS_PER_SM (PLANES_PER_THREAD and ITEMS_PER_THREAD refused). The
+expert's VEC (float4 staging) has no counterpart; its OPT outputs are consecutive and
+slide a register window, the lift's are the block apart and read the line (the same
+values).
+
+Respellings (tests/spellings_s32_tile/), floyd: macros with a guarded-load helper, ``size_t`` row
 offsets and a row pointer of the output, ``min()``; namespaced constants, unsigned
 indices, the band test a named flag, the pivot slices stored by ``if``/``else``, the
-relaxation an ``if``. Both lift the same knobs and compute as written (bit for bit).
+relaxation an ``if``; the conv: ``#define`` sizes with the line ``NT + K - 1`` long, the
+taps indexed in constant memory, ``size_t`` offsets, the work under an ``if``; a struct's
+static members, the padded read a helper, ``fmaf``, unsigned positions. Each lifts its
+kernel's knobs and computes as written (bit for bit).
 """
 
 from __future__ import annotations
@@ -157,5 +171,51 @@ def test_the_floyd_respelling_computes_as_written(name: str, tmp_path: Path,
     mix = {"PAD": 1} if name == "one_pass" else \
         {"TX": 1, "TY": 2, "RPT": 4, "CPT": 2, "PAD": 1}
     configs = default_and_mix(template, kf, mix)
+    assert same_as_written(kf, template, configs, HELD.host_source, tmp_path / "run",
+                           host_flags) == len(configs)
+
+
+CONV = frozenset({"BLOCK_THREADS", "OUT_X", "PLANES", "MIN_BLOCKS_PER_SM"})
+CONV_SPELLINGS = ["", "depthwise_conv1d_k9_macros", "depthwise_conv1d_k9_struct_helper"]
+
+
+@pytest.mark.parametrize("name", CONV_SPELLINGS)
+def test_the_conv_lifts_outputs_a_thread_over_its_line(name: str, tmp_path: Path) -> None:
+    names, notes = _knobs(_respelled(name, "depthwise_conv1d_k9", tmp_path))
+    assert names == CONV, notes
+    assert any(n.startswith("OUT_X: applied: a 1-D apron line") for n in notes), notes
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    # the line read at another thread's point
+    ("win[threadIdx.x + k]", "win[2 * threadIdx.x + k]",
+     "depends on the thread or the block other than through the output point"),
+    # the load's value reading the thread other than through its position
+    ("? xc[t] : 0.0f;", "? xc[t] + threadIdx.x : 0.0f;",
+     "in the line's load depends on the position or the block"),
+    # the block size where the analysis does not know its meaning
+    ("const int c = blockIdx.y;", "const int c = blockIdx.y + kBlock;",
+     "(the block size) is used where the analysis does not know its meaning"),
+])
+def test_a_line_the_outputs_cannot_share_is_refused(old: str, new: str, why: str,
+                                                     tmp_path: Path) -> None:
+    names, notes = _knobs(_respelled("", "depthwise_conv1d_k9", tmp_path, (old, new)))
+    assert "OUT_X" not in names, notes
+    assert any(n.startswith("OUT_X: not applied: ") and why in n for n in notes), notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", CONV_SPELLINGS)
+def test_the_conv_computes_as_written(name: str, tmp_path: Path,
+                                      host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    kf = _respelled(name, "depthwise_conv1d_k9", tmp_path / "folder")
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    # C = 7 channels: PLANES 2 and 4 leave the last block's last planes past the grid
+    mixes = [{"BLOCK_THREADS": 64, "OUT_X": 4, "PLANES": 2},
+             {"BLOCK_THREADS": 128, "OUT_X": 2, "PLANES": 4}]
+    configs = host_configs(template, env, mixes) if not name else \
+        default_and_mix(template, kf, mixes[0])
     assert same_as_written(kf, template, configs, HELD.host_source, tmp_path / "run",
                            host_flags) == len(configs)

@@ -22,6 +22,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import LOOPS, int_value, strip, text, walk
 from workbench.templater.apron import lift_apron
+from workbench.templater.apron_line import lift_apron_line
 from workbench.templater.block import _shared_arrays
 from workbench.templater.block_table import guarded_tables
 from workbench.templater.plan import Plan
@@ -47,9 +48,9 @@ def _tied(plan: Plan, sizes: set[int]) -> tuple[str, Node, Node] | None:
 
 def lift_tied_tiles(plan: Plan) -> bool:
     """Lift a tied shared tile through its macro, or keep the block (True: handled); an
-    apron tile (:mod:`.apron`) first gets its block apart from the tile and outputs per
-    thread."""
-    if lift_apron(plan):
+    apron tile (:mod:`.apron`, a line in one dimension: :mod:`.apron_line`) first gets its
+    block apart from the tile and outputs per thread."""
+    if lift_apron(plan) or lift_apron_line(plan):
         return True
     sizes = {v for b in plan.block if (v := literal(b)) is not None and v > 1}
     if sum(1 for b in plan.block if literal(b) != 1) < 2:
