@@ -73,11 +73,13 @@ from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused
 from workbench.templater.rules import literal
 from workbench.templater.tile_batch_rows import (
+    Rows,
     RowsInside,
     TileExit,
     held_declaration,
     held_type,
     rows_inside,
+    rows_loop,
     tile_exit,
 )
 
@@ -540,7 +542,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
         lines += [f"const bool wb_whole = TX * TY == 1 || ((blockIdx.x + 1) * TX <= {gx} && "
                   f"(blockIdx.y + 1) * TY <= {gy});"]
         lines += [f"{kind} {name}[RPT]{'[CPT]' if cols else ''};" for name, kind in held.items()]
-        geometry = _Rows(f"(threadIdx.y + wb_j * ({ny} * TY / RPT))", ny, f"wb_by >= {gy}",
+        geometry = Rows(f"(threadIdx.y + wb_j * ({ny} * TY / RPT))", ny, f"wb_by >= {gy}",
                          (nx, gx) if cols else None)
         for k, phase in enumerate(phases):
             if k:
@@ -552,7 +554,7 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
             own = [s for s in phase if s not in shared and s not in fills]
             inside = insides[k]
             if inside is None:
-                lines.append(_rows(geometry, head + [show(s) for s in own]))
+                lines.append(rows_loop(geometry, head + [show(s) for s in own]))
                 continue
             # a pragma before the loop stays before it, outside the rows
             pragmas = "".join(show(s) + "\n    " for s in inside.before
@@ -560,15 +562,17 @@ def _lift(plan: Plan, nx: int, ny: int) -> None:
             before = [show(s) for s in inside.before if s.type != "preproc_call"]
             body = inside.loop.child_by_field_name("body")
             assert body is not None
-            around = pragmas + _render(plan.source.data, inside.loop.start_byte, body.start_byte, [
-                it for it in items if inside.loop.start_byte <= it[0] and
-                it[1] <= body.start_byte])
+            around = pragmas + _render(
+                plan.source.data, inside.loop.start_byte, body.start_byte,
+                [it for it in items if inside.loop.start_byte <= it[0] and
+                 it[1] <= body.start_byte])
             reads = _needed([*carried[k], *inside.before], [body, *(
                 [exit_.test] if exit_ is not None and k else [])])
-            lines.append(_rows(geometry, [show(s) for s in reads] + head[len(carried[k]):] +
-                               [show(body)], around))
+            lines.append(rows_loop(geometry, [show(s) for s in reads] +
+                                   head[len(carried[k]):] + [show(body)], around))
             if inside.after:
-                lines.append(_rows(geometry, head + before + [show(s) for s in inside.after]))
+                lines.append(rows_loop(geometry,
+                                       head + before + [show(s) for s in inside.after]))
     plan.rw.replace(plan.body, "{\n  " + "\n  ".join(lines) + "\n}")
     _space(plan, nx, ny, carried is not None, arrays, cols)
     if rows_note is not None:
@@ -615,51 +619,6 @@ def _fill(stmt: Node, decls: list[str], fill: str, nx: int, ny: int, x_threads: 
                           fill])
     return (f"for (int wb_e = threadIdx.y * ({x_threads}) + threadIdx.x; wb_e < {nx * ny}; "
             f"wb_e += {threads}) {{\n    {body}\n  }}")
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """How a thread's rows are walked: the row expression (of ``wb_j``), the tile's height,
-    the test of a row past the written grid, and, with columns a thread, the tile's width
-    and the grid's width in tiles (C)."""
-
-    row: str
-    ny: int
-    past_y: str
-    columns: tuple[int, str] | None
-
-
-def _rows(g: _Rows, work: list[str], around: str = "") -> str:
-    """A phase's loop over a thread's rows, twice: a CTA whose tiles all lie inside the
-    written grid runs it without a test (ptxas then reads a table's entries once for all
-    rows: sm_90 at unseen18/dct8x8_blocks' expert pick 144 ld.shared and 40 registers, with
-    the test 256 and 44), the last CTAs skipping the rows of tiles past the grid. ``around``:
-    the header of a loop the rows run inside (:func:`.tile_batch_rows.rows_inside`). At
-    TY = 1 a row's tile is 0 and its element the row: said as constants, so the rows'
-    reads of one element of a tile are one load. With columns a thread, each row's loop
-    runs the thread's CPT columns (``threadIdx.x`` the block's width apart), each its
-    tile's and element's across, skipped past the grid."""
-    row, ny = g.row, g.ny
-    head = (f"const unsigned wb_ty = TY == 1 ? 0u : {row} / {ny}, "
-            f"wb_ey = TY == 1 ? {row} : {row} % {ny};")
-    by = "const unsigned wb_by = blockIdx.y * TY + wb_ty;"  # the rows' tile's, where read
-    body = "\n    ".join(work)
-    loop = "#pragma unroll\n    for (int wb_j = 0; wb_j < RPT; ++wb_j) {{\n    {}\n    }}"
-    past = f"!wb_in_x || {g.past_y}"
-    if g.columns is not None:
-        nx, gx = g.columns
-        col = f"(threadIdx.x + wb_i * ({nx} * TX / CPT))"
-        head += (f"\n    #pragma unroll\n    for (int wb_i = 0; wb_i < CPT; ++wb_i) {{\n    "
-                 f"const unsigned wb_tx = TX == 1 ? 0u : {col} / {nx}, "
-                 f"wb_ex = TX == 1 ? {col} : {col} % {nx};\n    "
-                 "const unsigned wb_bx = blockIdx.x * TX + wb_tx;")
-        body += "\n    }"
-        past = f"wb_bx >= {gx} || {g.past_y}"
-    whole = loop.format("\n    ".join([head, *[by] * ("wb_by" in body), body]))
-    edge = loop.format(f"{head}\n    {by}\n    if ({past}) continue;\n    {body}")
-    if around:
-        whole, edge = f"{around}{{\n    {whole}\n    }}", f"{around}{{\n    {edge}\n    }}"
-    return f"if (wb_whole) {{\n    {whole}\n  }} else {{\n    {edge}\n  }}"
 
 
 def _builtins(plan: Plan, nx: int, ny: int) -> list[_Item]:
