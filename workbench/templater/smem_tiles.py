@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import LOOPS, int_value, strip, text, walk
+from workbench.templater.analysis import LOOPS, builtin, int_value, strip, text, walk
 from workbench.templater.apron import lift_apron
 from workbench.templater.apron_line import lift_apron_line
 from workbench.templater.block import _shared_arrays
@@ -136,9 +136,19 @@ def _diagonal_refused(plan: Plan) -> Refused | None:
 
 
 def _counts_tiles(plan: Plan, macro: str) -> Node | None:
-    """A product of ``macro`` and a scalar argument of the kernel (``kb * TILE``: the
-    pivot tile ``kb`` of a blocked Floyd-Warshall phase), or None."""
+    """A product of ``macro`` and a scalar argument of the kernel that is also compared with
+    a block index (``kBase = kb * TILE`` beside ``blockIdx.x == kb``: the pivot tile ``kb``
+    of a blocked Floyd-Warshall phase, counted in tiles as the grid's blocks are), or None.
+    A scalar only multiplied by the tile (``K * TILE * by``, a row's offset) counts
+    elements."""
     scalars = {p.name for p in plan.kernel.params if not p.is_pointer}
+    tiles = {text(strip(side)) for n in walk(plan.body)
+             if n.type == "binary_expression" and
+             text(n.child_by_field_name("operator")) in ("==", "!=", "<", "<=", ">", ">=")
+             for side, other in ((n.child_by_field_name("left"), n.child_by_field_name("right")),
+                                 (n.child_by_field_name("right"), n.child_by_field_name("left")))
+             if side is not None and other is not None and
+             builtin(strip(other), "blockIdx") is not None} & scalars
     for use in plan.uses(macro):
         up = use.parent
         while up is not None and up.type == "parenthesized_expression":
@@ -146,7 +156,7 @@ def _counts_tiles(plan: Plan, macro: str) -> Node | None:
         if up is None or up.type != "binary_expression" or \
                 text(up.child_by_field_name("operator")) != "*":
             continue
-        if any(strip(side).type == "identifier" and text(strip(side)) in scalars
+        if any(strip(side).type == "identifier" and text(strip(side)) in tiles
                for side in (up.child_by_field_name("left"), up.child_by_field_name("right"))
                if side is not None):
             return up
