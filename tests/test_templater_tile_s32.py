@@ -14,13 +14,16 @@ phase a CTA per 32 x 32 data tile, lifted by the CTA-per-data-tile family
 
 And it no longer lifts TILE: the block's 32 is also the pivot tile's (``kBase = kb *
 Tile::kSide``: the argument kb counts tiles of it), so TILE = 16 computed another phase
-(host: d_out differed at TILE 16 and 8). A tile size a scalar argument multiplies is now
-part of what the kernel computes (:func:`.smem_tiles._counts_tiles`), the block kept.
+(host: d_out differed at TILE 16 and 8). A tile size that multiplies a scalar argument the
+kernel also compares with a block index (``blockIdx.x == kb``: it counts tiles as the grid
+does) is now part of what the kernel computes (:func:`.smem_tiles._counts_tiles`), the
+block kept.
 
 Lifted: TX, TY (32 x 32 tiles a CTA across and down), RPT (rows a thread, the block's
-height apart: the expert's TM over BY), PAD, MIN_BLOCKS_PER_SM. The expert's TN (columns a
-thread) has no counterpart; the rows' min-plus loops run one row after another (no shared
-load is reused between a thread's rows as the expert's register tile does).
+height apart: the expert's TM over BY), CPT (columns a thread, the block's width apart: its
+TN over BX; lifted where a phase's loop runs with the rows inside it, the min-plus over k:
+each k step reads a row's and a column's pivot elements once for the RPT x CPT outputs, as
+the expert's register tile does), PAD, MIN_BLOCKS_PER_SM.
 
 depthwise_conv1d_k9, a 1-D apron (``win[kBlock + 2 * kHalo]`` staged by a cooperative loop,
 ``blockIdx.y`` the channel, one output a thread): the 2-D apron's outputs a thread read in
