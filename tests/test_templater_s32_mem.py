@@ -31,13 +31,12 @@ written at the default, mixes and the all-ends configs.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen24
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -82,8 +81,6 @@ SPELLED: dict[str, tuple[str, dict[str, int]]] = {
         "rope_rotate_f16", {"ROW_ITEMS": 4, "ROWS_PER_BLOCK": 8, "PLANES_PER_BLOCK": 2}),
 }
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _spelled(spelling: str, root: Path) -> KernelFolder:

@@ -19,13 +19,12 @@ sums, a fill whose index is read again, a warp shuffle.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen24
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -53,8 +52,6 @@ MIXES = [{"BLOCK_X": 64, "BLOCK_Y": 4, "TILE": 128},
          {"BLOCK_X": 16, "BLOCK_Y": 16, "TILE": 512, "MIN_BLOCKS_PER_SM": 2},
          {"BLOCK_X": 8, "BLOCK_Y": 32, "TILE": 1024}]
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _folder(spelling: str, root: Path) -> KernelFolder:

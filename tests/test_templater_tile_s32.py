@@ -47,13 +47,12 @@ kernel's knobs and computes as written (bit for bit).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import held_back_unseen24
 import pytest
 from held_back_harness import default_and_mix, respelled, same_as_written
-from helpers_templater import host_configs
+from helpers_templater import host_configs, needs_gxx
 from test_corpus_unseen3 import (
     host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
 )
@@ -67,8 +66,6 @@ HELD = held_back_unseen24.SET
 FLOYD = frozenset({"TX", "TY", "RPT", "CPT", "PAD", "MIN_BLOCKS_PER_SM"})
 FLOYD_MIX = {"TX": 2, "TY": 2, "RPT": 8, "CPT": 4, "PAD": 1}
 
-needs_gxx = pytest.mark.skipif(shutil.which("g++") is None,
-                               reason="needs g++ for the host simulation")
 
 
 def _respelled(name: str, corpus: str, root: Path, edit: tuple[str, str] = ("", "")) -> KernelFolder:
