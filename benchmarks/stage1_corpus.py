@@ -25,8 +25,9 @@ benchmarks/corpus_compute_unseen19 (``--set unseen19``: six more, held back the 
 benchmarks/corpus_compute_unseen20 (``--set unseen20``: six more, held back the same way),
 benchmarks/corpus_compute_unseen21 (``--set unseen21``: six more, held back the same way),
 benchmarks/corpus_compute_unseen22 (``--set unseen22``: six more, held back the same way),
-benchmarks/corpus_compute_unseen23 (``--set unseen23``: six more, held back the same way) and
-benchmarks/corpus_compute_unseen24 (``--set unseen24``: six more, held back the same way):
+benchmarks/corpus_compute_unseen23 (``--set unseen23``: six more, held back the same way),
+benchmarks/corpus_compute_unseen24 (``--set unseen24``: six more, held back the same way) and
+benchmarks/corpus_compute_unseen25 (``--set unseen25``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -92,7 +93,8 @@ SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen21": ROOT / "benchmarks" / "corpus_compute_unseen21",
         "unseen22": ROOT / "benchmarks" / "corpus_compute_unseen22",
         "unseen23": ROOT / "benchmarks" / "corpus_compute_unseen23",
-        "unseen24": ROOT / "benchmarks" / "corpus_compute_unseen24"}
+        "unseen24": ROOT / "benchmarks" / "corpus_compute_unseen24",
+        "unseen25": ROOT / "benchmarks" / "corpus_compute_unseen25"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
                           "sse_partials", "row_l2norm", "heat_step13",
@@ -112,7 +114,8 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "aniso9_diffuse_cg", "conv3x3_s2_sat", "row_firsthits_warp",
                           "sobel_magdir_tile", "cummax_rows_cg", "pixel_shuffle_r2",
                           "adamw_step", "lbm_d2q9_pull", "nv12_to_rgba",
-                          "rope_rotate_f16", "masked_fill_scale"})
+                          "rope_rotate_f16", "masked_fill_scale",
+                          "huber_partials_gs", "logsoftmax_h16_warp", "take_rows_i64"})
 PROPOSE_TIMEOUT_S = 240
 
 
@@ -247,7 +250,7 @@ def main() -> int:
                     help="compute, unseen, unseen2, unseen3, unseen4, unseen5, unseen6, unseen7, "
                          "unseen8, unseen9, unseen10, unseen11, unseen12, unseen13, unseen14, "
                          "unseen15, unseen16, unseen17, unseen18, unseen19, unseen20, unseen21, "
-                         "unseen22, unseen23, unseen24, or "
+                         "unseen22, unseen23, unseen24, unseen25, or "
                          "several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")
