@@ -286,7 +286,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                                   "argument (it may point into the tile)", n)
             if n.type in ("goto_statement",):
                 raise Refused(f"`{text(n)}` leaves the work", n)
-            if n.type == "return_statement" and _in_loop(n, s):
+            if n.type == "return_statement" and in_loop_or_switch(n, s):
                 raise Refused(f"`{text(n)}` returns from inside a loop", n)
     # pre-barrier locals the work reads: single-assignment only (re-declared per output)
     post_reads = {text(n) for s in post for n in walk(s) if n.type == "identifier"}
@@ -414,7 +414,7 @@ def _siblings(deps: Deps, rest: list[tuple[str, Node, list[Node]]]
     return tuple(out)
 
 
-def _in_loop(node: Node, top: Node) -> bool:
+def in_loop_or_switch(node: Node, top: Node) -> bool:
     """Whether a loop or switch of ``top`` (``top`` included) holds ``node``."""
     p = node.parent
     while p is not None:

@@ -48,7 +48,7 @@ from workbench.templater.analysis import (
     walk,
     write_target,
 )
-from workbench.templater.apron import _mentions_thread
+from workbench.templater.apron import _mentions_thread, in_loop_or_switch
 from workbench.templater.apron_loads import Check, Deps, Pair, base_array, only_statements
 from workbench.templater.block import _shared_arrays
 from workbench.templater.plan import Plan
@@ -67,7 +67,6 @@ from workbench.templater.tile_batch import _in_c
 
 KNOB = "OUT_X"
 OUT_VALUES = [1, 2, 4, 8]
-_LOOPS = ("for_statement", "while_statement", "do_statement", "switch_statement")
 
 
 def lift_apron_line(plan: Plan) -> bool:
@@ -160,7 +159,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                     raise Refused(f"`{text(n)}` writes other than a kernel argument after "
                                   "the barrier", n)
             if n.type == "goto_statement" or (n.type == "return_statement" and
-                                               _in_loop(n, s)):
+                                               in_loop_or_switch(n, s)):
                 raise Refused(f"`{text(n)}` leaves the work from inside a loop", n)
     # -- where B stands: tile offsets, the extent, the load's bound and stride --------------
     offsets = _offsets(plan, b)
@@ -269,17 +268,6 @@ def _redeclared(plan: Plan, pre: list[Node], post: list[Node], deps: Deps,
 def _names(decl: Node) -> set[str]:
     return {text(d.child_by_field_name("declarator") or d)
             for d in decl.children_by_field_name("declarator")}
-
-
-def _in_loop(node: Node, top: Node) -> bool:
-    p = node.parent
-    while p is not None:
-        if p.type in _LOOPS:
-            return True
-        if p == top:
-            return False
-        p = p.parent
-    return False
 
 
 def _emit(plan: Plan, b: int, halo: int, elem: int, places: tuple[Node, Node, Node, list[Node]],
