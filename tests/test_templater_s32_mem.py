@@ -22,8 +22,9 @@ badly, and two respellings of each (tests/spellings_s32_mem/).
 - rope_rotate_f16: a 64-thread block that is one head's row (``ROPE_PAIRS`` = ``ROPE_DIM /
   2``), never sized by blockDim, on a (heads, tokens) grid: nothing lifted. row_blocks.py
   runs the threads as written ROW_ITEMS a thread (block-width apart), ROWS_PER_BLOCK rows on
-  threadIdx.y and PLANES_PER_BLOCK tokens in turn: the expert's PPT, HPB, TOK (PPT's wide
-  vectors are not reproduced: ROW_ITEMS's elements are a step of the block apart).
+  threadIdx.y and PLANES_PER_BLOCK tokens in turn: the expert's HPB, TOK; and ROW_VEC
+  (row_vec.py), ROW_VEC consecutive pairs a thread, the head's __half2 and the tables' float
+  runs read and written as one 8- or 16-byte WbVec: the expert's PPT.
 
 Host (g++): the corpus kernels and each respelling, lifted, bit for bit against the kernel as
 written at the default, mixes and the all-ends configs.
@@ -48,7 +49,7 @@ SPELLINGS = Path(__file__).resolve().parent / "spellings_s32_mem"
 SET = held_back_unseen24.SET
 
 _FILL = frozenset({"BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "SPAN", "MIN_BLOCKS_PER_SM"})
-_ROPE = frozenset({"ROW_ITEMS", "ROWS_PER_BLOCK", "PLANES_PER_BLOCK"})
+_ROPE = frozenset({"ROW_ITEMS", "ROW_VEC", "ROWS_PER_BLOCK", "PLANES_PER_BLOCK"})
 
 #: corpus kernel -> (its knobs, mixes checked bit for bit over the default)
 CORPUS: dict[str, tuple[frozenset[str], list[dict[str, int]]]] = {
@@ -60,10 +61,14 @@ CORPUS: dict[str, tuple[frozenset[str], list[dict[str, int]]]] = {
         {"BLOCK_THREADS": 160, "VEC": 2, "ITEMS_PER_THREAD": 8, "SPAN": 16,
          "MIN_BLOCKS_PER_SM": 2}]),
     # two pairs a thread, two heads a block (3 heads: the second block's second row idle),
-    # four tokens a block (37: the last block one token); four, four, eight
+    # four tokens a block (37: the last block one token); 8-byte runs of two steps; 16-byte
+    # runs; 16-byte runs of two steps, eight heads (all of a row's 64 pairs: 8 threads);
+    # eight pairs a step apart, as written one a run
     "rope_rotate_f16": (_ROPE, [
         {"ROW_ITEMS": 2, "ROWS_PER_BLOCK": 2, "PLANES_PER_BLOCK": 4},
-        {"ROW_ITEMS": 4, "ROWS_PER_BLOCK": 4, "PLANES_PER_BLOCK": 8},
+        {"ROW_ITEMS": 2, "ROW_VEC": 2, "ROWS_PER_BLOCK": 2, "PLANES_PER_BLOCK": 4},
+        {"ROW_VEC": 4, "ROWS_PER_BLOCK": 4, "PLANES_PER_BLOCK": 8},
+        {"ROW_ITEMS": 2, "ROW_VEC": 4, "ROWS_PER_BLOCK": 8, "PLANES_PER_BLOCK": 16},
         {"ROW_ITEMS": 8, "ROWS_PER_BLOCK": 8, "PLANES_PER_BLOCK": 16}]),
 }
 
@@ -76,9 +81,11 @@ SPELLED: dict[str, tuple[str, dict[str, int]]] = {
         "masked_fill_scale", {"BLOCK_THREADS": 224, "VEC": 2, "ITEMS_PER_THREAD": 4,
                               "SPAN": 8}),
     "rope_rotate_f16_constexpr_pointers": (
-        "rope_rotate_f16", {"ROW_ITEMS": 2, "ROWS_PER_BLOCK": 2, "PLANES_PER_BLOCK": 4}),
+        "rope_rotate_f16", {"ROW_ITEMS": 2, "ROW_VEC": 4, "ROWS_PER_BLOCK": 4,
+                            "PLANES_PER_BLOCK": 4}),
     "rope_rotate_f16_headdim_macro": (
-        "rope_rotate_f16", {"ROW_ITEMS": 4, "ROWS_PER_BLOCK": 8, "PLANES_PER_BLOCK": 2}),
+        "rope_rotate_f16", {"ROW_ITEMS": 4, "ROW_VEC": 2, "ROWS_PER_BLOCK": 8,
+                            "PLANES_PER_BLOCK": 2}),
 }
 
 
@@ -204,3 +211,35 @@ def test_a_helper_reading_the_thread_place_keeps_the_block_as_written() -> None:
     names, notes = _lift(source, ["rows", "planes"], ["32"], {"rows": "rows",
                                                                "planes": "planes"})
     assert not names & _ROPE, notes
+
+
+@pytest.mark.parametrize(("old", "new", "vec"), [
+    ("", "", True),
+    # the row's offset a table row of the width: still aligned
+    ("2.0f * x[at]", "2.0f * x[at] + x[blockIdx.y * W + threadIdx.x]", True),
+    # a condition on the thread's place: the run's elements take different paths
+    ("  out[at]", "  if (threadIdx.x < 8) return;\n  out[at]", False),
+    # two elements apart: no run
+    ("+ threadIdx.x;", "+ 2 * threadIdx.x;", False),
+    # one element off the row: a vector would not be aligned
+    ("+ threadIdx.x;", "+ threadIdx.x + 1;", False),
+    # the written stream read back
+    ("2.0f * x[at]", "2.0f * out[at]", False),
+    # a read the thread's place selects through memory
+    ("2.0f * x[at]", "2.0f * x[(int)x[at]]", False),
+    # a write under a data test (some elements of a run are skipped)
+    ("  out[at] = 2.0f * x[at];", "  if (x[at] > 0.0f) out[at] = 2.0f * x[at];", False),
+    # a pointer handed to a helper
+    ("#define W 32", "#define W 32\n__device__ float get(const float* p, size_t i) "
+     "{ return p[i]; }", True),
+    ("2.0f * x[at]", "2.0f * get(x, at)", False),
+], ids=["plain", "table_row", "lane_test", "stride2", "misaligned", "read_back", "gather",
+        "data_test", "unused_helper", "helper_pointer"])
+def test_row_vec_takes_runs_only_where_every_run_is_one_path(old: str, new: str,
+                                                             vec: bool) -> None:
+    source = ROW.replace(old, new)
+    assert source != ROW or not old
+    names, notes = _lift(source, ["rows", "planes"], ["32"], {"rows": "rows",
+                                                               "planes": "planes"})
+    assert names >= _ROPE - {"ROW_VEC"}, notes
+    assert ("ROW_VEC" in names) == vec, notes

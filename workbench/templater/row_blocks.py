@@ -28,6 +28,11 @@ run whole in some order, are the kernel as written (no order between them was de
 every thread as written runs exactly once. Offered only where nothing else lifted (the
 block size could not be: no transform knows how the indexing follows it) and the body
 reads a named constant of the block's size. At 1, 1, 1: the launch and the work as written.
+
+ROW_VEC (:mod:`.row_vec`, where its analysis shows every run one path and its streams
+unit-stride and aligned) makes each of a thread's ROW_ITEMS steps ROW_VEC consecutive threads
+as written, ``(threadIdx.x + k * B / (ROW_ITEMS * ROW_VEC)) * ROW_VEC + v``, their streams
+read and written as one vector; ``B % (ROW_ITEMS * ROW_VEC) == 0`` (a constraint).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from workbench.templater.analysis import (
 )
 from workbench.templater.apron_loads import expression_macros
 from workbench.templater.plan import Plan
+from workbench.templater.row_vec import KNOB as VEC
+from workbench.templater.row_vec import RowVec, plan_row_vec, rewrite_row_vec
 from workbench.templater.rules import literal
 from workbench.templater.stencil import poly_of
 from workbench.templater.vector_access import Illegal
@@ -70,7 +77,12 @@ def apply_row_blocks(plan: Plan) -> bool:
     except Illegal as exc:
         plan.note(ROWS, False, exc.reason, exc.node)
         return False
-    _rewrite(plan, width, rows_bound, planes_bound)
+    try:
+        vec: RowVec | None = plan_row_vec(plan, width)
+    except Illegal as exc:
+        plan.note(VEC, False, exc.reason, exc.node)
+        vec = None
+    _rewrite(plan, width, rows_bound, planes_bound, vec)
     return True
 
 
@@ -158,9 +170,11 @@ def _scalar(plan: Plan, name: str) -> bool:
         return False
 
 
-def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None) -> None:
+def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None,
+             vec: RowVec | None) -> None:
     body = plan.body
-    lanes = f"({width} / {ITEMS})"
+    per = f"({ITEMS} * {VEC})" if vec is not None else ITEMS
+    lanes = f"({width} / {per})"
     for n in walk(body):
         if builtin(n, "threadIdx") == "x":
             plan.rw.replace(n, "wb_lane")
@@ -179,9 +193,16 @@ def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None) -> No
                  f"  const unsigned int wb_plane = blockIdx.y * {PLANES} + wb_q;\n"
                  f"  if (wb_plane >= ({planes})) break;")
     head += (f"\n#pragma unroll\n  for (int wb_k = 0; wb_k < {ITEMS}; ++wb_k) {{  "
-             f"// the threads as written, {lanes} apart\n"
-             f"  const unsigned int wb_lane = threadIdx.x + wb_k * {lanes};")
-    tail = "\n  }" + ("\n  }" if planes is not None else "") + "\n"
+             f"// the threads as written, {lanes} apart\n")
+    if vec is None:
+        head += f"  const unsigned int wb_lane = threadIdx.x + wb_k * {lanes};"
+    else:  # runs of VEC consecutive threads as written, their streams moved as vectors
+        head += (rewrite_row_vec(plan, vec) +
+                 f"#pragma unroll\n  for (int wb_v = 0; wb_v < {VEC}; ++wb_v) {{\n"
+                 f"  const unsigned int wb_lane = (threadIdx.x + wb_k * {lanes}) * {VEC} + "
+                 "wb_v;")
+    tail = "\n  }" + ("\n  }" if planes is not None else "") + \
+        ("\n  }" if vec is not None else "") + "\n"
     plan.rw.replace_span(body.start_byte + 1, body.start_byte + 1, head)
     plan.rw.replace_span(body.end_byte - 1, body.end_byte - 1, tail)
     line = f"{body.start_point.row + 1}: a block of one {width}-wide row"
@@ -190,6 +211,12 @@ def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None) -> No
                            "description": f"threads as written a thread, {lanes} apart along "
                                           "the row (as written: 1)"}, line)
     plan.constrain(f"{width} % {ITEMS} == 0")
+    if vec is not None:
+        plan.add_param(VEC, {"kind": "choice", "values": vec.values, "default": 1,
+                             "description": "consecutive threads as written a thread, their "
+                                            "elements read and written as one vector (as "
+                                            "written: 1)"}, line)
+        plan.constrain(f"{width} % ({ITEMS} * {VEC}) == 0")
     block_y = "1"
     if rows is not None:
         plan.add_param(ROWS, {"kind": "choice", "values": [1, 2, 4, 8], "default": 1,
@@ -202,9 +229,8 @@ def _rewrite(plan: Plan, width: int, rows: str | None, planes: str | None) -> No
                                 "description": "blocks as written along y a block, one after "
                                                "another (as written: 1)"}, line)
         plan.grid[1] = f"ceil_div({plan.grid[1]}, {PLANES})"
-    plan.block = [f"{width} / {ITEMS}", block_y] if rows is not None else \
-        [f"{width} / {ITEMS}"]
-    threads = f"{width} / {ITEMS} * {block_y}"
+    plan.block = [f"{width} / {per}", block_y] if rows is not None else [f"{width} / {per}"]
+    threads = f"{width} / {per} * {block_y}"
     plan.constrain(f"{threads} <= 1024")
     if rows is not None and width >= 32:
         plan.constrain(f"{threads} >= 32")
