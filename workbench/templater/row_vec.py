@@ -30,6 +30,11 @@ That is the kernel as written where (else refused with the reason and the line):
   dtypes): ROW_VEC takes those of 1, 2, 4 and 8 that divide ``B`` and keep a run within 16
   bytes.
 
+The run is read and written through :data:`RUN_MOVES` as a ``WbVec`` of plain words of the
+element's size, its bytes copied: an element type with its own copy operators (``__half2``)
+would otherwise move element by element (rope_rotate_f16 at ROW_VEC 4: ``ld.global.v4.u32``
+and ``st.global.v4.u32`` for the head, ``ld.global.v4.u32`` for the tables, in the PTX).
+
 At 1 each run is one element: the kernel as written.
 """
 
@@ -297,10 +302,35 @@ def _once(n: Node, body: Node) -> None:
         up = up.parent
 
 
+#: A run moved as one vector of plain words of its elements' size (``__half2``'s own copy
+#: operators would move a ``WbVec`` of them element by element).
+RUN_MOVES = """template <int B> struct WbWordOf;  // a plain word of B bytes
+template <> struct WbWordOf<1> { typedef unsigned char type; };
+template <> struct WbWordOf<2> { typedef unsigned short type; };
+template <> struct WbWordOf<4> { typedef unsigned int type; };
+template <> struct WbWordOf<8> { typedef unsigned long long type; };
+template <int N, typename T>
+__device__ __forceinline__ WbVec<T, N> wb_run_load(const T* p) {  // one aligned vector read
+  typedef WbVec<typename WbWordOf<sizeof(T)>::type, N> W;
+  const W w = *reinterpret_cast<const W*>(p);
+  WbVec<T, N> v;
+  __builtin_memcpy((void*)&v, (const void*)&w, sizeof(W));
+  return v;
+}
+template <int N, typename T>
+__device__ __forceinline__ void wb_run_store(T* p, const WbVec<T, N>& v) {  // one write
+  typedef WbVec<typename WbWordOf<sizeof(T)>::type, N> W;
+  W w;
+  __builtin_memcpy((void*)&w, (const void*)&v, sizeof(W));
+  *reinterpret_cast<W*>(p) = w;
+}"""
+
+
 def rewrite_row_vec(plan: Plan, vec: RowVec) -> str:
     """Replace the run accesses; the declarations of their register copies (placed before
     the loop over v)."""
     plan.helper(VEC_STRUCT)
+    plan.helper(RUN_MOVES)
     decls = []
     for k, a in enumerate(vec.accesses):
         name, vtype = f"wb_run{k}", f"WbVec<{a.elem}, {KNOB}>"
@@ -308,22 +338,22 @@ def rewrite_row_vec(plan: Plan, vec: RowVec) -> str:
         node = a.node
         if a.store is None:
             plan.rw.replace_span(node.start_byte, node.end_byte,
-                                 make=_read(node, name, vtype))
+                                 make=_read(node, name))
         else:
             plan.rw.replace_span(a.store.start_byte, a.store.end_byte,
-                                 make=_write(a.store, node, name, vtype))
+                                 make=_write(a.store, node, name))
     return "".join(decls)
 
 
-def _read(node: Node, name: str, vtype: str) -> Callable[[Rewriter], str]:
+def _read(node: Node, name: str) -> Callable[[Rewriter], str]:
     def make(rw: Rewriter) -> str:
         at = rw.render(node.start_byte, node.end_byte)
-        return (f"(wb_v == 0 ? ({name} = *reinterpret_cast<const {vtype}*>(&({at})), "
+        return (f"(wb_v == 0 ? ({name} = wb_run_load<{KNOB}>(&({at})), "
                 f"{name}.v[0]) : {name}.v[wb_v])")
     return make
 
 
-def _write(stmt: Node, node: Node, name: str, vtype: str) -> Callable[[Rewriter], str]:
+def _write(stmt: Node, node: Node, name: str) -> Callable[[Rewriter], str]:
     assign = stmt.named_children[0]
     while assign.type == "parenthesized_expression":
         assign = assign.named_children[0]
@@ -334,5 +364,5 @@ def _write(stmt: Node, node: Node, name: str, vtype: str) -> Callable[[Rewriter]
         at = rw.render(node.start_byte, node.end_byte)
         value = rw.render(right.start_byte, right.end_byte)
         return (f"{{ {name}.v[wb_v] = ({value}); if (wb_v == {KNOB} - 1) "
-                f"*reinterpret_cast<{vtype}*>(&({at}) - ({KNOB} - 1)) = {name}; }}")
+                f"wb_run_store<{KNOB}>(&({at}) - ({KNOB} - 1), {name}); }}")
     return make
