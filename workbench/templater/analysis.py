@@ -394,6 +394,8 @@ def stride_loop(loop: Node, facts: KernelFacts, block_x: int | None) -> StrideLo
 
 #: The statements that repeat their body.
 LOOPS = ("for_statement", "while_statement", "do_statement")
+#: the statements that leave the flow where they stand
+JUMPS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 
 
 def in_lambda(node: Node, top: Node) -> bool:

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import text, walk, write_target, writer
+from workbench.templater.analysis import JUMPS, text, walk, write_target, writer
 from workbench.templater.inline_bind import declarator_name, written
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 
-_LEAVES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 _BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
 
 
@@ -109,7 +108,7 @@ def _declared(node: Node) -> dict[str, int]:
 
 def _invariant(s: Node, allowed: set[str]) -> bool:
     for n in walk(s):
-        if n.type in _LEAVES or n.type == "call_expression" or n.type == "lambda_expression":
+        if n.type in JUMPS or n.type == "call_expression" or n.type == "lambda_expression":
             return False
         if n.type == "field_expression":
             return False  # a built-in (threadIdx.x) or a member: neither is followed here

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    JUMPS,
     builtin,
     line,
     shares_or_syncs,
@@ -68,7 +69,6 @@ from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import _bounds_from_above, _guard, point_decls, statements
 
 NAME = "OUT_Y"
-_LEAVES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 _WRITES = ("assignment_expression", "update_expression")
 
 
@@ -218,7 +218,7 @@ def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Nod
                   for d in s.children_by_field_name("declarator")}
     for s in taps:
         for n in walk(s):
-            if n.type in _LEAVES:
+            if n.type in JUMPS:
                 raise Refused(f"`{text(n)}` leaves the window early", n)
             if n.type in _WRITES:
                 t = write_target(n) or n
@@ -235,7 +235,7 @@ def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Nod
                           "loaded once for every row)", call)
     for s in [*pre, *after]:
         for n in walk(s):
-            if n.type in _LEAVES:
+            if n.type in JUMPS:
                 raise Refused(f"`{text(n)}` leaves the output's work early", n)
     written = {text(strip(t.child_by_field_name("argument")))  # type: ignore[arg-type]
                for n in walk(plan.body) if n.type in _WRITES

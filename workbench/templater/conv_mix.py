@@ -57,6 +57,7 @@ from tree_sitter import Node
 
 from workbench.templater import conv_mix_interior as interior
 from workbench.templater.analysis import (
+    JUMPS,
     LOOPS,
     binary,
     builtin,
@@ -89,7 +90,6 @@ CHOICES = (1, 2, 4, 8, 16)
 #: loaded value): with ``MIN_BLOCKS_PER_SM`` capping registers, the copies must still fit.
 _BASE_REGS = 24
 
-_ESCAPES = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 _WARP = ("__shfl", "__ballot", "__any", "__all", "__activemask", "__syncwarp", "atomic",
          "__reduce")
 _ASSIGN = ("assignment_expression", "update_expression")
@@ -548,7 +548,7 @@ def _array_decl(body: Node, mix: _Mix, decl: Node) -> None:
 def _unit(plan: Plan, mix: _Mix, stmt: Node) -> None:
     """``stmt`` runs once per channel: it must not leave itself, and its calls are pure."""
     for n in walk(stmt):
-        if n.type in _ESCAPES and (n.type in ("return_statement", "goto_statement") or
+        if n.type in JUMPS and (n.type in ("return_statement", "goto_statement") or
                                    not _loop_inside(n, stmt)):
             raise Refused(f"`{text(n)}` under the {mix.role}'s statement would leave the loop "
                           f"over its {mix.role}s", n)

@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    JUMPS,
     builtin,
     declared_name,
     is_barrier,
@@ -59,8 +60,6 @@ from workbench.templater.analysis import (
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
 from workbench.templater.regtile import Refused
-
-_EXITS = ("return_statement", "goto_statement", "break_statement", "continue_statement")
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ def tile_exit(plan: Plan, first_phase: list[Node], values: Mapping[str, Node | N
     assert found is not None
     for stmt in _body(found.statement)[:-1]:
         for n in walk(stmt):
-            if n.type in _EXITS or (n.type == "call_expression" and "sync" in text(
+            if n.type in JUMPS or (n.type == "call_expression" and "sync" in text(
                     n.child_by_field_name("function"))):
                 raise Refused(f"the tile's exit leaves or synchronises by `{text(n)}` before "
                               "its return", n)
@@ -226,7 +225,7 @@ def rows_inside(plan: Plan, phase: list[Node], held: Mapping[str, str],
     written = {_array(t) for s in phase if s != loop for n in walk(s)
                if (t := write_target(n)) is not None and t.type == "subscript_expression"}
     for n in walk(body):
-        if n.type in _EXITS or is_barrier(n) or n.type == "pointer_expression":
+        if n.type in JUMPS or is_barrier(n) or n.type == "pointer_expression":
             return None
         if n.type == "call_expression" and text(n.child_by_field_name("function")) not in pure:
             return None

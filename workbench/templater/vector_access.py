@@ -15,6 +15,7 @@ from tree_sitter import Node
 
 from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import (
+    JUMPS,
     binary,
     calls,
     declared_name,
@@ -28,10 +29,7 @@ from workbench.templater.analysis import (
     writer,
 )
 from workbench.templater.plan import Plan
-from workbench.templater.vector_regions import (
-    EXITS,
-    Region,
-)
+from workbench.templater.vector_regions import Region
 
 _CONTROL = ("if_statement", "for_statement", "while_statement", "do_statement",
             "conditional_expression", "switch_statement")
@@ -124,7 +122,7 @@ def region_accesses(plan: Plan, region: Region) -> tuple[list[Access], list[Node
     ``s[w / 4]``): each lane evaluates those at its own element, ``var + wb_v``."""
     body, var = region.body, region.var
     for n in region.walk():
-        if n.type in EXITS:
+        if n.type in JUMPS:
             raise Illegal(f"`{text(n)}` leaves the loop body early", n)
     bad = sorted(c for s in region.statements() for c in calls(s)
                  if c == "__syncthreads" or c.startswith(("atomic", "__shfl")))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    JUMPS,
     binary,
     block_offset,
     builtin,
@@ -24,8 +25,6 @@ from workbench.templater.analysis import (
 from workbench.templater.item_state import assigned_names
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
-
-EXITS = ("return_statement", "break_statement", "continue_statement", "goto_statement")
 
 
 @dataclass(frozen=True)
@@ -179,7 +178,7 @@ def thread_state_before(plan: Plan, flat: FlatRegion) -> tuple[str, Node] | None
                     f"index becomes each item's own inside the region", s)
         here = s.start_byte != decl.start_byte and (names & placed or any(
             builtin(n, "threadIdx") or builtin(n, "blockIdx") == "x" for n in walk(s)))
-        if here and any(n.type in EXITS for n in walk(s)):
+        if here and any(n.type in JUMPS for n in walk(s)):
             return (f"`{text(s).splitlines()[0][:60]}` leaves before the guard on the "
                     "thread's place: every vector lane and item would leave with it", s)
         if here:

@@ -23,6 +23,7 @@ import ast
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
+    JUMPS,
     binary,
     builtin,
     declared_name,
@@ -41,7 +42,7 @@ from workbench.templater.vector_access import (
     reads_before_writes,
     region_accesses,
 )
-from workbench.templater.vector_regions import EXITS, Region, x_indices
+from workbench.templater.vector_regions import Region, x_indices
 from workbench.templater.vector_tail import tail_text, whole_test
 
 
@@ -180,7 +181,7 @@ def _one_place(plan: Plan, stmts: list[Node], decl: Node, region: Region) -> Non
     for s in stmts:
         if s.start_byte >= region.node.start_byte:
             break
-        if s.start_byte != decl.start_byte and any(n.type in EXITS for n in walk(s)):
+        if s.start_byte != decl.start_byte and any(n.type in JUMPS for n in walk(s)):
             raise Illegal(f"`{text(s).splitlines()[0][:60]}` leaves before the row exit: "
                           "every vector lane would leave with it", s)
         names = {text(n) for n in walk(s) if n.type == "identifier"}
