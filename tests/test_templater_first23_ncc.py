@@ -111,7 +111,8 @@ def test_ncc_lifts_block_shape_outputs_per_thread_and_a_register_window() -> Non
                for n in lifted.notes), lifted.notes
     # the row pointers are read as their arrays; every line keeps its number
     assert "img[(size_t)gy * W + gx]" in lifted.source
-    assert "tpl[dy * PATCH + dx]" in lifted.source
+    # (the template read through TABLE_VIA's macro: tests/test_templater_s32_ncc_table.py)
+    assert "wb_tpl_via[dy * PATCH + dx]" in lifted.source
     assert not any(f.transform == "POINTER_LOCAL" for f in lifted.findings)
 
 

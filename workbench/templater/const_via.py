@@ -27,12 +27,18 @@ shared arrays and dynamic shared memory, and the copy goes first in the kernel b
 any statement a thread could leave by (every thread of the block reaches its barrier) and
 where no other transform rewrote the opening of the body. The copy holds the same bits, so
 every read returns what it returned: the outputs are bit-identical at every value.
+
+The copy (:func:`emit_copies`, a :class:`Table`) is the one home of "a small read-only table
+staged in shared memory": :mod:`.table_via` stages a const pointer parameter's table with it.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+
+from tree_sitter import Node
 
 from workbench.templater.analysis import text, walk
 from workbench.templater.const_items import apply_const_items, lane_layout
@@ -83,13 +89,13 @@ def apply_const_via(plan: Plan, smem_bytes: str, aligned: int = 0) -> dict[str, 
         return {}
     dynamic = literal(smem_bytes)
     try:
-        own = _own_shared_bytes(plan)
+        own = own_shared_bytes(plan)
         copy = sum(_bytes(a) for a in staged)
         if own + copy + (dynamic or 0) > STATIC_SMEM:
             raise Illegal(f"a shared copy of {', '.join(a.name for a in staged)} ({copy} "
                           f"bytes) beside the kernel's {own + (dynamic or 0)} bytes of shared "
                           f"memory passes {STATIC_SMEM}")
-        at = _opening(plan)
+        at = body_opening(plan)
         # the copy's bytes (with the kernel's own) beside each other transform's limit
         # (a staged record tile's: the two share the block's 48 KiB)
         beside = limits_beside(plan, KNOB, str(own + copy + (dynamic or 0)), "copy's")
@@ -143,7 +149,7 @@ def _bytes(a: ConstArray) -> int:
     return size * math.prod(_extents(a))
 
 
-def _own_shared_bytes(plan: Plan) -> int:
+def own_shared_bytes(plan: Plan) -> int:
     """The static shared memory the kernel body declares, as written; refused where an
     extent does not evaluate or another transform rewrote a declaration."""
     total = 0
@@ -190,7 +196,7 @@ def limits_beside(plan: Plan, knob: str, extra: str, what: str) -> list[str]:
     return out
 
 
-def _opening(plan: Plan) -> int:
+def body_opening(plan: Plan) -> int:
     """Where the copy goes: just inside the body's brace, unless an edit spans it."""
     at = plan.body.start_byte + 1
     for e in plan.rw.edits:
@@ -200,34 +206,71 @@ def _opening(plan: Plan) -> int:
     return at
 
 
+@dataclass(frozen=True)
+class Table:
+    """A small read-only table a block copies to shared memory: its name, element type,
+    extents (the copy's), the identifiers of its reads (each made the copy's macro) and the
+    ``__ldg`` callees around them (made a plain load under the copy: ``__ldg`` reads global
+    memory only)."""
+
+    name: str
+    ctype: str
+    extents: tuple[int, ...]
+    uses: tuple[Node, ...]
+    ldg: tuple[Node, ...] = ()
+
+
+def _const_table(a: ConstArray) -> Table:
+    return Table(a.name, a.source.ctype, tuple(_extents(a)), tuple(r.array for r in a.reads))
+
+
 def _emit(plan: Plan, staged: list[ConstArray], at: int, aligned: int) -> dict[str, str]:
+    return emit_copies(plan, KNOB, [_const_table(a) for a in staged], at, aligned,
+                       "the lane-indexed constant arrays")
+
+
+def emit_copies(plan: Plan, knob: str, tables: list[Table], at: int, aligned: int,
+                what: str) -> dict[str, str]:
+    """At ``at``, under ``knob == 1``, each table's shared copy made once per block (a
+    strided copy by the block's threads and one barrier: nothing may leave before ``at``);
+    each read goes through a macro, the copy under 1 and the table under 0. Returns each
+    table's name -> its macro."""
     taken = {text(n) for n in walk(plan.source.tree.root_node) if n.type == "identifier"}
-    lines = [f"\n#if {KNOB} == 1  // the lane-indexed constant arrays, copied once per block"]
+    lines = [f"\n#if {knob} == 1  // {what}, copied once per block"]
     alias: list[tuple[str, str]] = []
-    for a in staged:
+    loads: list[tuple[str, str]] = []
+    for a in tables:
         copy, via = fresh(f"wb_{a.name}_s", taken), fresh(f"wb_{a.name}_via", taken)
-        extents = _extents(a)
+        extents = list(a.extents)
         n = math.prod(extents)
         flat = "" if len(extents) == 1 else "[0]" * len(extents)
         at_copy, at_arr = (f"(&{copy}{flat})", f"(&{a.name}{flat})") if flat else (copy,
                                                                                  a.name)
         align = f"alignas({aligned}) " if aligned else ""
-        lines += [f"  {align}__shared__ {a.source.ctype} {copy}"
+        lines += [f"  {align}__shared__ {a.ctype} {copy}"
                   f"{''.join(f'[{e}]' for e in extents)};",
                   "  for (int wb_e = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * "
                   f"threadIdx.z); wb_e < {n};",
                   "       wb_e += blockDim.x * blockDim.y * blockDim.z)",
                   f"    {at_copy}[wb_e] = {at_arr}[wb_e];"]
         alias.append((via, copy))
-        for r in a.reads:
-            plan.rw.replace(r.array, via)
+        for use in a.uses:
+            plan.rw.replace(use, via)
+        if a.ldg:
+            ld = fresh(f"wb_{a.name}_ld", taken)
+            taken.add(ld)
+            loads.append((ld, a.name))
+            for callee in a.ldg:
+                plan.rw.replace(callee, ld)
     lines.append("  __syncthreads();  // every thread is here: nothing returns before it")
     lines += [f"#define {via} {copy}" for via, copy in alias]
+    lines += [f"#define {ld}(p) (*(p))  // a shared address: a plain load" for ld, _ in loads]
     lines.append("#else")
-    lines += [f"#define {via} {a.name}" for (via, _c), a in zip(alias, staged, strict=True)]
+    lines += [f"#define {via} {a.name}" for (via, _c), a in zip(alias, tables, strict=True)]
+    lines += [f"#define {ld} __ldg" for ld, _ in loads]
     lines.append("#endif")
     plan.rw.insert(at, "\n".join(lines))
-    return {a.name: via for (via, _c), a in zip(alias, staged, strict=True)}
+    return {a.name: via for (via, _c), a in zip(alias, tables, strict=True)}
 
 
 def _channels_last(plan: Plan) -> bool:

@@ -97,6 +97,7 @@ from workbench.templater.stencil_zmarch import lift_zmarch
 from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
+from workbench.templater.table_via import apply_table_via
 from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.tile_count_loops import tile_count_loops
@@ -268,6 +269,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             guard(apply_walk_rounds)  # a walk every thread reads at one index: in rounds
         apply_residue_taps(plan)  # for (ky = (oy + 1) & 1; ky < 4; ky += 2), any family
         apply_const(plan, str(smem_bytes))  # lane-indexed __constant__ arrays, any family
+        apply_table_via(plan, str(smem_bytes))  # a const pointer's small table, any family
         lift_switches(plan, macros)
         lift_macros(plan, macros)
         follow_named(plan, {n: members.values[n] for n in members.back}, members.back,
