@@ -93,6 +93,13 @@ def apply_table_via(plan: Plan, smem_bytes: str) -> None:
     before = list(plan.rw.edits)
     emit_copies(plan, KNOB, tables, at, 0, "the read-only tables")
     body = plan.rw.render(plan.body.start_byte, plan.body.end_byte)
+    head = body[:body.index(f"#if {KNOB} == 1")]
+    if re.search(r"\b(?:return|goto|break|continue)\b", head):  # a thread may leave first
+        plan.rw.edits = before
+        plan.note(KNOB, False, "another transform put a statement a thread can leave by "
+                  "before the kernel's first statement: not every thread would reach the "
+                  "copy's barrier", tables[0].uses[0])
+        return
     missed = [t for t in tables if len(re.findall(rf"\b{t.name}\s*\[", body)) > 1]
     if missed:  # only the copy may read the table: another transform wrote a read anew
         plan.rw.edits = before
@@ -186,14 +193,30 @@ def _range(node: Node, at: Node, body: Node) -> tuple[int, int] | None:
     while p is not None and p != body.parent:
         if p.type == "for_statement":
             got = loop_range(p)
-            if got is not None and got[0] not in counters:
+            inner = p.child_by_field_name("body")
+            if got is not None and got[0] not in counters and inner is not None and \
+                    got[0] not in _declared(inner):  # no other variable of that name inside
                 counters[got[0]] = got[1]
         p = p.parent
-    return _interval(node, counters)
+    return _interval(node, counters, set(_declared(body)))
 
 
-def _interval(node: Node, counters: dict[str, range]) -> tuple[int, int] | None:
+def _declared(body: Node) -> dict[str, int]:
+    """Each name declared in ``body`` -> how many times."""
+    out: dict[str, int] = {}
+    for n in walk(body):
+        if n.type == "identifier" and n.parent is not None and \
+                n.parent.child_by_field_name("declarator") == n:
+            out[text(n)] = out.get(text(n), 0) + 1
+    return out
+
+
+def _interval(node: Node, counters: dict[str, range], locals_: set[str]
+              ) -> tuple[int, int] | None:
     node = strip(node)
+    if any(text(n) in locals_ and text(n) not in counters for n in walk(node)
+           if n.type == "identifier"):
+        return None  # a local's value, not a constant of that name
     value = const_eval(node)
     if value is not None:
         return value, value
@@ -205,7 +228,7 @@ def _interval(node: Node, counters: dict[str, range]) -> tuple[int, int] | None:
     parts = binary(node)
     if parts is None or parts[1] not in ("+", "-", "*"):
         return None
-    a, b = _interval(parts[0], counters), _interval(parts[2], counters)
+    a, b = _interval(parts[0], counters, locals_), _interval(parts[2], counters, locals_)
     if a is None or b is None:
         return None
     if parts[1] == "+":
