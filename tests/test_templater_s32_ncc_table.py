@@ -25,6 +25,7 @@ import pytest
 from held_back_harness import respelled, same_as_written
 from helpers_templater import FULL_MATRIX, host_configs, needs_gxx
 from test_corpus_unseen3 import host_flags  # noqa: F401
+from test_templater import SYNTHETIC
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import lift_kernel, offline_template
@@ -151,4 +152,17 @@ extern "C" __global__ void k(float *out, const float *t, const float *x, int n)
     assert "TABLE_VIA" not in {p.name for p in lifted.params}, lifted.notes
     # (an earlier pass names the inner ``a`` apart: ``a_2``)
     assert any(n.startswith("TABLE_VIA: not applied: `t[a") and "(line 8)" in n
+               for n in lifted.notes), lifted.notes
+
+
+def test_a_bound_a_knob_sets_keeps_the_table_global() -> None:
+    """A loop bound read through a named constant that another transform makes a knob
+    (kItemsPerThread -> ITEMS_PER_THREAD) would size the copy for the written value only: at
+    ITEMS_PER_THREAD 8 the loop reads past a 4-element copy. Refused, with the name."""
+    source = SYNTHETIC  # kItemsPerThread = 4 bounds the loop reading in[i]
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 128)"], block=["128"],
+                         scalars={"n": "n"})
+    assert "ITEMS_PER_THREAD" in {p.name for p in lifted.params}, lifted.notes
+    assert "TABLE_VIA" not in {p.name for p in lifted.params}, lifted.source
+    assert any("TABLE_VIA: not applied" in n and "`kItemsPerThread`, which a knob now sets" in n
                for n in lifted.notes), lifted.notes

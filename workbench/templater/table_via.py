@@ -150,6 +150,10 @@ def _table(plan: Plan, name: str, ctype: str, uses: list[Node]) -> Table:
             raise Illegal(f"`{text(outer)[:60]}`: {name}[..] is written or its address "
                           "taken", use)
         index = subscript_index(sub)
+        moved = _knob_names(plan, index, sub)
+        if moved:
+            raise Illegal(f"`{text(sub)[:60]}`: its range reads `{moved}`, which a knob now "
+                          "sets: the table's extent would change with the config", use)
         span = _range(index, sub, plan.body)
         if span is None:
             raise Illegal(f"`{text(sub)[:60]}`: the index is not an expression of constant-"
@@ -199,6 +203,30 @@ def _range(node: Node, at: Node, body: Node) -> tuple[int, int] | None:
                 counters[got[0]] = got[1]
         p = p.parent
     return _interval(node, counters, set(_declared(body)))
+
+
+def _knob_names(plan: Plan, index: Node, at: Node) -> str:
+    """The first name in ``index`` or in the bounds of the ``for`` loops around ``at``
+    whose file-scope definition (a ``#define`` or a declaration) an earlier transform
+    rewrote (``constexpr int kItems = 4;`` now reads a knob), else ""."""
+    spots = [index]
+    p = at.parent
+    while p is not None and p != plan.body.parent:
+        cond = p.child_by_field_name("condition") if p.type == "for_statement" else None
+        if cond is not None:
+            spots.append(cond)
+        p = p.parent
+    names = {text(n) for spot in spots for n in walk(spot) if n.type == "identifier"}
+    root = plan.source.tree.root_node
+    for d in walk(root):
+        name = d.child_by_field_name("name") if d.type == "preproc_def" else \
+            d.child_by_field_name("declarator") if d.type == "init_declarator" else None
+        if name is None or text(name) not in names or (d.type == "init_declarator" and \
+                plan.body.start_byte <= d.start_byte < plan.body.end_byte):
+            continue
+        if any(e.start < d.end_byte and d.start_byte < e.end for e in plan.rw.edits):
+            return text(name)
+    return ""
 
 
 def _declared(body: Node) -> dict[str, int]:
