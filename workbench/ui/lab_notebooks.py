@@ -11,6 +11,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -173,14 +174,16 @@ def run_init(source: Path, *, python: str | None = None, timeout_s: float = INIT
                              value=str(source), expected="an existing .cu or .cuh file")
     folder = init_folder(source)
     toml = folder / "kernel.toml"
-    if os.path.lexists(toml):
-        raise InitConflictError(f"{toml.name} already exists in {folder.name}: nothing was "
-                                "written (open its panel, or run `workbench init --force`)",
-                                key="path", value=str(source), folder=str(folder))
-    command = [python or sys.executable, "-m", "workbench.cli", "init", "--out", str(folder),
-               "--", str(source)]
-    with tempfile.TemporaryDirectory(prefix="workbench-init-") as work:
-        done = run_sandboxed(command, Path(work), limits, timeout_s)
+    with _folder_lock(folder):  # one init a folder at a time: the second sees the first's
+        if os.path.lexists(toml):
+            raise InitConflictError(f"{toml.name} already exists in {folder.name}: nothing "
+                                    "was written (open its panel, or run `workbench init "
+                                    "--force`)", key="path", value=str(source),
+                                    folder=str(folder))
+        command = [python or sys.executable, "-m", "workbench.cli", "init", "--out",
+                   str(folder), "--", str(source)]
+        with tempfile.TemporaryDirectory(prefix="workbench-init-") as work:
+            done = run_sandboxed(command, Path(work), limits, timeout_s)
     if done.returncode == 0 and _is_regular_file(toml):
         return folder
     if done.timed_out:
@@ -198,6 +201,19 @@ def run_init(source: Path, *, python: str | None = None, timeout_s: float = INIT
                                 value=str(source), folder=str(folder))
     raise WorkbenchError(f"workbench init {source.name} failed: {_init_complaint(done, limits)}",
                          key="path", value=str(source), expected="a kernel init can scaffold")
+
+
+_FOLDER_LOCKS: dict[Path, threading.Lock] = {}
+_FOLDER_LOCKS_GUARD = threading.Lock()
+
+
+def _folder_lock(folder: Path) -> threading.Lock:
+    """The lock of one kernel folder's inits in this process. Two inits of one source in
+    one lab ran side by side, and the one that lost could fail on the winner's half-written
+    folder before its kernel.toml existed, a 400 where a 409 was due."""
+    key = Path(os.path.abspath(folder))
+    with _FOLDER_LOCKS_GUARD:
+        return _FOLDER_LOCKS.setdefault(key, threading.Lock())
 
 
 def _init_complaint(done: SandboxRun, limits: SandboxLimits) -> str:
