@@ -20,7 +20,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from workbench.templater.analysis import JUMPS, text, walk, write_target, writer
-from workbench.templater.inline_bind import declarator_name, written
+from workbench.templater.inline_bind import declarator_name, declared_counts, written
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
 
@@ -38,11 +38,11 @@ def hoisted(plan: Plan, post: list[Node]) -> list[Node]:
              if (p.is_pointer and p.is_const and name not in pointers_written) or
              (not p.is_pointer and not written(plan.body, name))} | \
         set(integer_macros(plan.source))
-    declared_elsewhere = _declared(plan.body)
+    declared_elsewhere = declared_counts(plan.body)
     out: list[Node] = []
     locals_: set[str] = set()
     for s in post:
-        own = _declared(s)
+        own = declared_counts(s)
         if s.type not in ("declaration", "expression_statement", "for_statement") or \
                 not _invariant(s, fixed | locals_ | set(own)) or \
                 not _writes_only(s, locals_ | set(own)):
@@ -94,16 +94,6 @@ def _declarators(decl: Node) -> list[Node]:
     """The names ``decl`` declares (each declarator chain's identifier)."""
     return [n for d in decl.children_by_field_name("declarator")
             if (n := declarator_name(d)) is not None]
-
-
-def _declared(node: Node) -> dict[str, int]:
-    """Each name declared in ``node`` (at any depth) and how many times."""
-    out: dict[str, int] = {}
-    for n in walk(node):
-        if n.type == "declaration":
-            for d in _declarators(n):
-                out[text(d)] = out.get(text(d), 0) + 1
-    return out
 
 
 def _invariant(s: Node, allowed: set[str]) -> bool:

@@ -14,6 +14,8 @@ or ``= table + 3 * j``; then ``e[2]``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import binary, declared_name, int_value, strip, text
@@ -125,13 +127,15 @@ def _counters(node: Node) -> dict[str, Interval]:
     return out
 
 
-def interval(node: Node | None, counters: dict[str, Interval]) -> Interval | None:
+def interval(node: Node | None, counters: dict[str, Interval],
+             value_of: Callable[[Node], int | None] = int_value) -> Interval | None:
     """The values ``node`` takes over ``counters`` (+ - * of literals and names), None when
-    it is anything else."""
+    it is anything else. ``value_of`` reads a (sub)expression that is one number (literals;
+    :func:`.const_lanes.const_eval` reads file constants too)."""
     if node is None:
         return None
     node = strip(node)
-    value = int_value(node)
+    value = value_of(node)
     if value is not None:
         return (value, value)
     if node.type == "identifier":
@@ -139,7 +143,8 @@ def interval(node: Node | None, counters: dict[str, Interval]) -> Interval | Non
     parts = binary(node)
     if parts is None or parts[1] not in ("+", "-", "*"):
         return None
-    left, right = interval(parts[0], counters), interval(parts[2], counters)
+    left = interval(parts[0], counters, value_of)
+    right = interval(parts[2], counters, value_of)
     if left is None or right is None:
         return None
     if parts[1] == "+":

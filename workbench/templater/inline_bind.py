@@ -104,6 +104,19 @@ def declarator_name(d: Node | None) -> Node | None:
     return d
 
 
+def declared_counts(node: Node) -> dict[str, int]:
+    """Each name a declaration in ``node`` declares (at any depth, a ``for`` loop's own
+    included) -> how many times."""
+    out: dict[str, int] = {}
+    for n in walk(node):
+        if n.type == "declaration":
+            for d in n.children_by_field_name("declarator"):
+                name = declarator_name(d)
+                if name is not None:
+                    out[text(name)] = out.get(text(name), 0) + 1
+    return out
+
+
 def template_params(outer: Node) -> list[TemplateParam]:
     """The ``template <...>`` parameters of a definition (``outer``: its template
     declaration; none when it is a plain function); refuses a parameter pack."""

@@ -32,8 +32,9 @@ import re
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, strip, subscript_index, text, walk
+from workbench.templater.analysis import subscript_index, text, walk
 from workbench.templater.apron_window import loop_range
+from workbench.templater.bounds import interval
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.const_via import (
     STATIC_SMEM,
@@ -43,6 +44,7 @@ from workbench.templater.const_via import (
     limits_beside,
     own_shared_bytes,
 )
+from workbench.templater.inline_bind import declared_counts
 from workbench.templater.plan import Plan
 from workbench.templater.rules import literal
 from workbench.templater.vector import Illegal
@@ -56,6 +58,7 @@ def apply_table_via(plan: Plan, smem_bytes: str) -> None:
     """Offer TABLE_VIA for each const pointer parameter read only at loop-counter indices
     of a constant range; note every const pointer parameter considered and why not."""
     tables: list[Table] = []
+    rewritten = _rewritten_constants(plan)
     for param in plan.kernel.params:
         if not param.is_pointer or not param.is_const:
             continue
@@ -64,7 +67,7 @@ def apply_table_via(plan: Plan, smem_bytes: str) -> None:
         if not uses:
             continue
         try:
-            tables.append(_table(plan, param.name, param.base_type, uses))
+            tables.append(_table(plan, param.name, param.base_type, uses, rewritten))
         except Illegal as exc:
             plan.note(KNOB, False, exc.reason, exc.node or uses[0])
     if not tables:
@@ -128,7 +131,8 @@ def table_bytes(t: Table) -> int:
     return size * t.extents[0]
 
 
-def _table(plan: Plan, name: str, ctype: str, uses: list[Node]) -> Table:
+def _table(plan: Plan, name: str, ctype: str, uses: list[Node], rewritten: set[str]
+           ) -> Table:
     if element_bytes(ctype) is None:
         raise Illegal(f"{name}'s element type {ctype} has no size the templater knows",
                       uses[0])
@@ -150,7 +154,7 @@ def _table(plan: Plan, name: str, ctype: str, uses: list[Node]) -> Table:
             raise Illegal(f"`{text(outer)[:60]}`: {name}[..] is written or its address "
                           "taken", use)
         index = subscript_index(sub)
-        moved = _knob_names(plan, index, sub)
+        moved = _knob_names(plan, index, sub, rewritten)
         if moved:
             raise Illegal(f"`{text(sub)[:60]}`: its range reads `{moved}`, which a knob now "
                           "sets: the table's extent would change with the config", use)
@@ -199,16 +203,20 @@ def _range(node: Node, at: Node, body: Node) -> tuple[int, int] | None:
             got = loop_range(p)
             inner = p.child_by_field_name("body")
             if got is not None and got[0] not in counters and inner is not None and \
-                    got[0] not in _declared(inner):  # no other variable of that name inside
+                    got[0] not in declared_counts(inner):  # no other variable of that name inside
                 counters[got[0]] = got[1]
         p = p.parent
-    return _interval(node, counters, set(_declared(body)))
+    locals_ = set(declared_counts(body))
+    if any(text(n) in locals_ and text(n) not in counters for n in walk(node)
+           if n.type == "identifier"):
+        return None  # a local's value, not a constant of that name
+    return interval(node, {name: (r[0], r[-1]) for name, r in counters.items() if r},
+                    const_eval)
 
 
-def _knob_names(plan: Plan, index: Node, at: Node) -> str:
-    """The first name in ``index`` or in the bounds of the ``for`` loops around ``at``
-    whose file-scope definition (a ``#define`` or a declaration) an earlier transform
-    rewrote (``constexpr int kItems = 4;`` now reads a knob), else ""."""
+def _knob_names(plan: Plan, index: Node, at: Node, rewritten: set[str]) -> str:
+    """The first name in ``index`` or in the bounds of the ``for`` loops around ``at`` that
+    is one of the ``rewritten`` file constants (:func:`_rewritten_constants`), else ""."""
     spots = [index]
     p = at.parent
     while p is not None and p != plan.body.parent:
@@ -216,52 +224,21 @@ def _knob_names(plan: Plan, index: Node, at: Node) -> str:
         if cond is not None:
             spots.append(cond)
         p = p.parent
-    names = {text(n) for spot in spots for n in walk(spot) if n.type == "identifier"}
-    root = plan.source.tree.root_node
-    for d in walk(root):
+    return next((text(n) for spot in spots for n in walk(spot)
+                 if n.type == "identifier" and text(n) in rewritten), "")
+
+
+def _rewritten_constants(plan: Plan) -> set[str]:
+    """The file-scope constants (a ``#define`` or a declaration outside the kernel's body)
+    whose definition an earlier transform rewrote (``constexpr int kItems = 4;`` now reads a
+    knob)."""
+    out: set[str] = set()
+    for d in walk(plan.source.tree.root_node):
         name = d.child_by_field_name("name") if d.type == "preproc_def" else \
             d.child_by_field_name("declarator") if d.type == "init_declarator" else None
-        if name is None or text(name) not in names or (d.type == "init_declarator" and \
-                plan.body.start_byte <= d.start_byte < plan.body.end_byte):
+        if name is None or (d.type == "init_declarator" and
+                            plan.body.start_byte <= d.start_byte < plan.body.end_byte):
             continue
         if any(e.start < d.end_byte and d.start_byte < e.end for e in plan.rw.edits):
-            return text(name)
-    return ""
-
-
-def _declared(body: Node) -> dict[str, int]:
-    """Each name declared in ``body`` -> how many times."""
-    out: dict[str, int] = {}
-    for n in walk(body):
-        if n.type == "identifier" and n.parent is not None and \
-                n.parent.child_by_field_name("declarator") == n:
-            out[text(n)] = out.get(text(n), 0) + 1
+            out.add(text(name))
     return out
-
-
-def _interval(node: Node, counters: dict[str, range], locals_: set[str]
-              ) -> tuple[int, int] | None:
-    node = strip(node)
-    if any(text(n) in locals_ and text(n) not in counters for n in walk(node)
-           if n.type == "identifier"):
-        return None  # a local's value, not a constant of that name
-    value = const_eval(node)
-    if value is not None:
-        return value, value
-    if node.type == "identifier":
-        r = counters.get(text(node))
-        if r is None or len(r) == 0:
-            return None
-        return r[0], r[-1]
-    parts = binary(node)
-    if parts is None or parts[1] not in ("+", "-", "*"):
-        return None
-    a, b = _interval(parts[0], counters, locals_), _interval(parts[2], counters, locals_)
-    if a is None or b is None:
-        return None
-    if parts[1] == "+":
-        return a[0] + b[0], a[1] + b[1]
-    if parts[1] == "-":
-        return a[0] - b[1], a[1] - b[0]
-    ends = [x * y for x in a for y in b]
-    return min(ends), max(ends)
