@@ -63,7 +63,7 @@ from workbench.templater.regtile import (
 )
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import derivative, statements
-from workbench.templater.tile_batch import _in_c
+from workbench.templater.tile_batch import in_c
 
 KNOB = "OUT_X"
 OUT_VALUES = [1, 2, 4, 8]
@@ -177,7 +177,7 @@ def _analyse(plan: Plan) -> Callable[[], None] | None:
                       plan.body)
     redeclare = _redeclared(plan, pre, post, deps, decl)
     try:  # the planes as written: the grid's y (blockIdx.y below it)
-        planes = _in_c(plan.grid[1], plan) if len(plan.grid) == 2 else None
+        planes = in_c(plan.grid[1], plan) if len(plan.grid) == 2 else None
     except Refused:
         planes = None
 

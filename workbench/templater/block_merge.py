@@ -38,7 +38,6 @@ the threads and their work are the kernel as written.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -59,7 +58,7 @@ from workbench.templater.block_phases import (
 from workbench.templater.const_lanes import const_eval, element_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, fresh_names
-from workbench.templater.rules import literal
+from workbench.templater.rules import literal, rule_in_c, scalar_sizes
 
 MERGE_X, MERGE_Y, ROWS, PRIVATE = "MERGE_X", "MERGE_Y", "ROWS_PER_THREAD", "PRIVATE"
 #: Calls through which threads talk without a barrier.
@@ -325,33 +324,15 @@ def _locals(plan: Plan) -> set[str]:
             if (d := _declarator_name(c)) is not None}
 
 
-_C_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}
-
-
 def _grid_in_c(plan: Plan, rule: str) -> str:
     """The grid rule (``ceil_div(w, 8)``) as C over the kernel's scalar arguments, or
     Refused: the blocks past the grid as written must be told apart in the kernel."""
-    by_expr = {expr.replace(" ", ""): arg for arg, expr in plan.scalars.items()}
-
-    def c(node: ast.expr) -> str:
-        if isinstance(node, ast.Constant) and isinstance(node.value, int):
-            return str(node.value)
-        if isinstance(node, ast.Name) and node.id in by_expr:
-            return by_expr[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _C_OPS:
-            return f"({c(node.left)} {_C_OPS[type(node.op)]} {c(node.right)})"
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "ceil_div" and len(node.args) == 2:
-            a, b = c(node.args[0]), c(node.args[1])
-            return f"(({a} + {b} - 1) / {b})"
-        raise refused
-    refused = Refused(f"the grid rule `{rule}` is not a function of the kernel's scalar "
+    c = rule_in_c(rule, scalar_sizes(plan.scalars))
+    if c is None:
+        raise Refused(f"the grid rule `{rule}` is not a function of the kernel's scalar "
                       "arguments: blocks past the grid as written cannot be told apart",
                       plan.body)
-    try:
-        return c(ast.parse(rule, mode="eval").body)
-    except SyntaxError:
-        raise refused from None
+    return c
 
 
 # -- emission ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 
 class _Divisor(ast.NodeTransformer):
@@ -151,3 +151,44 @@ def divided_names(rule: str, numerator: int, denominator: str) -> list[str]:
                 node.right.right.id == denominator and node.left.id not in found:
             found.append(node.left.id)
     return found
+
+
+_C_OPS: dict[type, str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}
+
+
+def rule_in_c(rule: str, names: Mapping[str, str]) -> str | None:
+    """A launch rule as CUDA integer arithmetic (``ceil_div``, ``min``, ``+ - * //`` of
+    integers), each name read through ``names`` (a size's name -> the kernel's scalar
+    argument that holds it); None where it reads anything else."""
+    try:
+        tree = ast.parse(rule.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+
+    def c(n: ast.expr) -> str | None:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and \
+                not isinstance(n.value, bool):
+            return str(n.value)
+        if isinstance(n, ast.Name):
+            return names.get(n.id)
+        if isinstance(n, ast.BinOp) and type(n.op) in _C_OPS:
+            a, b = c(n.left), c(n.right)
+            return None if a is None or b is None else f"({a} {_C_OPS[type(n.op)]} {b})"
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) == 2 \
+                and not n.keywords:
+            a, b = c(n.args[0]), c(n.args[1])
+            if a is None or b is None:
+                return None
+            if n.func.id == "ceil_div":
+                return f"(({a} + {b} - 1) / {b})"
+            if n.func.id == "min":
+                return f"({a} < {b} ? {a} : {b})"
+        return None
+
+    return c(tree)
+
+
+def scalar_sizes(scalars: Mapping[str, object]) -> dict[str, str]:
+    """A kernel's scalar arguments by the size each holds (``{"n": "n_elems"}`` from the
+    plan's argument -> size map), for :func:`rule_in_c`."""
+    return {str(size).strip(): arg for arg, size in scalars.items()}
