@@ -68,3 +68,24 @@ def test_summary_renders_without_speedup_or_conditions() -> None:
     text = summary_html(SummaryInfo(kernel="k", shape="s", dtype="f32", reason="exhausted",
                                     pick_changes=()))
     assert "the template&#x27;s defaults" in text and "wb-summary-conditions" not in text
+
+
+def test_a_pick_slower_than_the_kernel_as_written_says_keep_the_kernel() -> None:
+    # nhwc_conv5x5_c3to4 on the H200 (2026-11-29): the template's pick 0.90x (CI 0.898-0.900)
+    slow = summary_html(SummaryInfo(kernel="k", shape="s", dtype="f32", reason="budget",
+                                    pick_changes=(), speedup=0.90, speedup_low=0.898,
+                                    speedup_high=0.900))
+    assert "wb-summary-slower" in slow and "keep the kernel as written" in slow
+    # an interval that reaches 1 is no verdict (within noise of the baseline), nor a win
+    for low, high in ((0.97, 1.01), (1.2, 1.3)):
+        text = summary_html(SummaryInfo(kernel="k", shape="s", dtype="f32", reason="budget",
+                                        pick_changes=(), speedup=(low + high) / 2,
+                                        speedup_low=low, speedup_high=high))
+        assert "wb-summary-slower" not in text
+
+
+def test_the_speedup_interval_says_slower_only_below_one() -> None:
+    from workbench.engine.bench import SpeedupInterval
+    assert SpeedupInterval(0.9, 0.89, 0.91, 0.95).slower
+    assert not SpeedupInterval(0.99, 0.97, 1.0, 0.95).slower
+    assert not SpeedupInterval(1.5, 1.4, 1.6, 0.95).slower

@@ -31,6 +31,18 @@ DECIDED: tuple[str, ...] = ("confirmed", "search-best")
 SEARCH_BEST_RULE = "the search's fastest ok trial (not measured again)"
 
 
+#: What a tune says when its pick is slower than the kernel as written (the baseline).
+SLOWER_THAN_BASELINE = ("the pick is slower than the baseline (the kernel as written): keep "
+                        "the kernel as written. The template's defaults should time as the "
+                        "baseline does; if they did not here, the template changed the "
+                        "code at its defaults")
+
+
+def slower_than_baseline(high: float | None) -> bool:
+    """Whether a speedup interval whose upper end is ``high`` lies wholly below 1."""
+    return high is not None and high < 1.0
+
+
 def ranked_ok(results: Iterable[TrialResult]) -> list[TrialResult]:
     """The ok results that carry a timing, fastest median first (stable: of equal medians
     the earlier one stays first)."""

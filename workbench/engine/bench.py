@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from workbench.core.errors import WorkbenchError
+from workbench.core.picks import slower_than_baseline
 from workbench.core.records import Timing
 
 #: Repetition times in microseconds: a sequence or a 1-d array.
@@ -278,6 +279,12 @@ class SpeedupInterval:
     def __str__(self) -> str:
         pct = round(self.confidence * 100)
         return f"{self.speedup:.3f}x ({pct}% CI {self.low:.3f}-{self.high:.3f})"
+
+    @property
+    def slower(self) -> bool:
+        """Whether the candidate is slower than the reference beyond the interval (its
+        whole interval below 1)."""
+        return slower_than_baseline(self.high)
 
 
 def speedup_interval(reference_us: Samples, candidate_us: Samples, *,

@@ -29,6 +29,7 @@ from workbench.core.errors import WorkbenchError
 from workbench.core.params import Choice
 from workbench.core.picks import (
     SEARCH_BEST_RULE,
+    SLOWER_THAN_BASELINE,
     ConfirmationMeasurement,
     PickRecord,
     fastest_ok,
@@ -183,6 +184,8 @@ class TuneReport:
                          f"extends it)")
         if self.speedup:
             lines.append(f"  speedup over baseline: {self.speedup}")
+            if self.speedup.slower:
+                lines.append(f"  warning: {SLOWER_THAN_BASELINE}")
         if self.copy is not None and self.pct_of_copy is not None:
             lines.append(f"  device copy of the same bytes: {self.copy.median_us:.2f} us "
                          f"({self.copy.bandwidth_gb_per_s:.1f} GB/s); the pick reaches "

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workbench.core.picks import SLOWER_THAN_BASELINE, slower_than_baseline
 from workbench.core.records import TrialResult, Value
 from workbench.core.trial_labels import label_counts
 
@@ -137,6 +138,9 @@ def summary_html(info: SummaryInfo) -> str:
                     and info.speedup_high is not None else "")
         rows.append(("speedup", f'<span class="wb-summary-speedup">{info.speedup:.3f}×'
                                 f"{e(interval)}</span>"))
+        if slower_than_baseline(info.speedup_high):
+            rows.append(("verdict", f'<span class="wb-summary-slower">'
+                                    f"{e(SLOWER_THAN_BASELINE)}</span>"))
     if info.pct_of_copy is not None:
         rows.append(("% of copy", f"{info.pct_of_copy:.1f} % of a device copy's bandwidth"))
     counts = ", ".join(f"{k} {v}" for k, v in info.counts)
