@@ -176,7 +176,8 @@ def test_the_floyd_respelling_computes_as_written(name: str, tmp_path: Path,
 
 
 CONV = frozenset({"BLOCK_THREADS", "OUT_X", "PLANES", "MIN_BLOCKS_PER_SM"})
-CONV_SPELLINGS = ["", "depthwise_conv1d_k9_macros", "depthwise_conv1d_k9_struct_helper"]
+CONV_SPELLINGS = ["", "depthwise_conv1d_k9_macros", "depthwise_conv1d_k9_struct_helper",
+                  "depthwise_conv1d_k9_derived_macros"]
 
 
 @pytest.mark.parametrize("name", CONV_SPELLINGS)

@@ -16,6 +16,7 @@ same rule: its definition reads the parameter (``constexpr int kTile = BLOCK_THR
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -62,6 +63,97 @@ def integer_macros(source: CudaSource) -> dict[str, IntegerMacro]:
         if name is not None and value is not None and number is not None:
             found.setdefault(text(name), []).append(IntegerMacro(text(name), number, node, value))
     return {name: defs[0] for name, defs in found.items() if len(defs) == 1}
+
+
+def derived_macros(source: CudaSource, known: Mapping[str, int]) -> dict[str, int]:
+    """The file's object-like macros whose text is an integer expression of literals,
+    ``known`` names and each other (``#define R (K / 2)``, ``#define LINE (BS + 2 * R)``)
+    -> their values, for reading only: such a macro is never lifted (:func:`lift_macros`
+    lifts literal ones), so it keeps following the names it is written in. C's ``/`` on
+    operands that are not negative; a macro defined twice is left out."""
+    texts: dict[str, list[str]] = {}
+    for node in walk(source.tree.root_node):
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if node.type == "preproc_def" and name is not None and value is not None:
+            texts.setdefault(text(name), []).append(_COMMENT.sub(" ", text(value)).strip())
+    pending = {k: v[0] for k, v in texts.items() if len(v) == 1 and k not in known}
+    values = dict(known)
+    out: dict[str, int] = {}
+    while True:
+        got = {k: n for k, t in pending.items() if (n := _int_expression(t, values)) is not None}
+        if not got:
+            return out
+        out.update(got)
+        values.update(got)
+        pending = {k: t for k, t in pending.items() if k not in got}
+
+
+_INT_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(.))")
+
+
+def _int_expression(raw: str, names: Mapping[str, int]) -> int | None:
+    """The value of ``raw`` (+ - * / and parentheses over integer literals and ``names``),
+    else None: a small recursive-descent reader, nothing is evaluated by Python."""
+    tokens: list[int | str] = []
+    pos = 0
+    while pos < len(raw.rstrip()):
+        m = _INT_TOKEN.match(raw, pos)
+        if m is None or m.end() == pos:
+            return None
+        number, name, op = m.groups()
+        if number is not None:
+            tokens.append(int(number, 0))
+        elif name is not None:
+            if name not in names:
+                return None
+            tokens.append(names[name])
+        elif op in "+-*/()":
+            tokens.append(op)
+        else:
+            return None
+        pos = m.end()
+    at = 0
+
+    def atom() -> int | None:
+        nonlocal at
+        if at >= len(tokens):
+            return None
+        tok = tokens[at]
+        at += 1
+        if isinstance(tok, int):
+            return tok
+        if tok == "(":
+            v = sum_()
+            if v is None or at >= len(tokens) or tokens[at] != ")":
+                return None
+            at += 1
+            return v
+        return None
+
+    def product() -> int | None:
+        nonlocal at
+        v = atom()
+        while v is not None and at < len(tokens) and tokens[at] in ("*", "/"):
+            op = tokens[at]
+            at += 1
+            w = atom()
+            if w is None or (op == "/" and (w <= 0 or v < 0)):
+                return None
+            v = v * w if op == "*" else v // w
+        return v
+
+    def sum_() -> int | None:
+        nonlocal at
+        v = product()
+        while v is not None and at < len(tokens) and tokens[at] in ("+", "-"):
+            op = tokens[at]
+            at += 1
+            w = product()
+            v = None if w is None else v + w if op == "+" else v - w
+        return v
+
+    value = sum_()
+    return value if at == len(tokens) else None
 
 
 def lift_macros(plan: Plan, macros: dict[str, IntegerMacro]) -> None:

@@ -58,6 +58,7 @@ from workbench.templater.loop_forms import counted_whiles
 from workbench.templater.loop_forms_open import open_loops
 from workbench.templater.loop_forms_postinc import postinc_walks
 from workbench.templater.macros import (
+    derived_macros,
     follow_named,
     integer_macros,
     lift_macros,
@@ -235,7 +236,8 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
     macros = integer_macros(source)
     constants = file_constants(plan, members.values)
     guard = AutoGuard(plan)  # a family copying an `auto` local (`auto acc[TM]`) refuses
-    with reading_macros({**constants, **{m.name: m.value for m in macros.values()}}):
+    named = {**constants, **{m.name: m.value for m in macros.values()}}
+    with reading_macros({**derived_macros(source, named), **named}):
         if not (guard(lift_reduce, compared_by_total) or
                 guard(lift_colreduce, compared_by_total) or guard(lift_scan) or
                 guard(lift_regtile) or guard(lift_tile) or guard(lift_tile_batch) or
