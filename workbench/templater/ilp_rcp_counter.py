@@ -110,8 +110,12 @@ def apply_rcp(plan: Plan) -> bool:
 
 def _owned(plan: Plan, div: Node) -> bool:
     """An earlier family rewrote ``div`` whole (TABLE's reciprocal table of an open
-    counter: its table entry is already the reciprocal)."""
-    return any(e.start == div.start_byte and e.end == div.end_byte for e in plan.rw.edits)
+    counter: its table entry is already the reciprocal), or its operator (DIV_FOLD's inner
+    quotient, an argument of its macros: :mod:`.ilp_div_fold`)."""
+    left, right = div.child_by_field_name("left"), div.child_by_field_name("right")
+    gap = (left.end_byte, right.start_byte) if left is not None and right is not None else None
+    return any((e.start, e.end) in ((div.start_byte, div.end_byte), gap)
+               for e in plan.rw.edits)
 
 
 def _counter_division(div: Node, fn: Node) -> CounterLoop | None:

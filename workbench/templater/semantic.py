@@ -43,6 +43,7 @@ from workbench.templater.guarded_returns import guarded_returns
 from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
 from workbench.templater.ilp import apply_ilp, interleaves
+from workbench.templater.ilp_div_fold import apply_div_fold
 from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
@@ -262,6 +263,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             if interleaves(plan):  # compute loops the items share: their integer work counts
                 apply_index_mask(plan)
             apply_rcp(plan)  # double divisions by a loop counter's function
+            apply_div_fold(plan)  # p / (q + r / s): one double division for two
             apply_div_rcp(plan)  # double divisions by a value the loop recomputes
             apply_ifconv(plan)  # after ilp: its sides render with the per-item names
             apply_atomic_count(plan, compared_by_total)
