@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import held_back_unseen22
 import held_back_unseen25
 import pytest
 from held_back_harness import same_as_written
@@ -29,14 +30,14 @@ from workbench.templater import lift_kernel, offline_template
 SPELLINGS = Path(__file__).resolve().parent / "spellings_s33_newton"
 COMMON = {"BLOCK_THREADS", "ITEMS_PER_THREAD", "DIV_FOLD", "MIN_BLOCKS_PER_SM"}
 KNOBS = {
-    "colebrook_newton_f64": COMMON,  # the solve in a helper's loop (DIV_RCP reads no such)
+    "colebrook_newton_f64": COMMON | {"DIV_RCP"},  # the solve in a helper's own loop
     "lambertw_halley_f64": COMMON | {"UNROLL", "DIV_RCP"},  # the kernel's own loop
     "prandtl_smooth_f64": COMMON | {"DIV_RCP"},  # the helper inlined into the kernel
 }
 #: the fold's macro call as each kernel renders (its dividend gets `WB_DFOLD_MUL(s)`)
 FOLDED = {
     "colebrook_newton_f64": ("double dg = WB_DFOLD_DEN(1.0, +, 2.0 * b, (arg * LN10));",
-                             "double dx = g WB_DFOLD_MUL((arg * LN10)) / dg;"),
+                             "double dx = WB_DRCP(g WB_DFOLD_MUL((arg * LN10)), dg);"),
     "lambertw_halley_f64": ("WB_DRCP(f[wb_it] WB_DFOLD_MUL((2.0 * fp[wb_it])), "
                             "(WB_DFOLD_DEN(fp[wb_it], -, f[wb_it] * fpp[wb_it], "
                             "(2.0 * fp[wb_it]))))",),
@@ -174,3 +175,28 @@ def test_s_read_twice_must_be_free_of_side_effects() -> None:
     assert any(n.startswith("DIV_FOLD: not applied:") and "free of side effects" in n and
                "(line 9)" in n for n in lifted.notes), lifted.notes
 
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+def test_a_helpers_own_loop_takes_div_rcp(tmp_path: Path,
+                                          host_flags: tuple[str, ...]  # noqa: F811
+                                          ) -> None:
+    """DIV_RCP reads the divisions of a loop in any helper the kernel reaches, by a local
+    the loop assigns or declares (colebrook's ``g / dg`` above; set 22's
+    student_t_cdf_f64, whose continued fraction runs in ``betacf``, called once an item
+    through ``betai``): within the folder's tolerance at DIV_RCP 1, alone and with items."""
+    kf = held_back_unseen22.SET.folder("student_t_cdf_f64")
+    lifted = offline_template(kf)
+    assert {p.name for p in lifted.lifted.params} == {
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "DIV_RCP", "MIN_BLOCKS_PER_SM"}, lifted.lifted.notes
+    assert any(n.startswith("DIV_RCP: applied: 4 double division(s)") and "`betacf` (line 47)"
+               in n for n in lifted.lifted.notes), lifted.lifted.notes
+    template = lifted.template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"),
+                           [{"DIV_RCP": 1}, {"DIV_RCP": 1, "ITEMS_PER_THREAD": 4}])
+    if not FULL_MATRIX:
+        configs = configs[:3] + configs[-1:]
+    assert same_as_written(kf, template, configs, held_back_unseen22.SET.host_source,
+                           tmp_path / "run", host_flags, within_tolerance=True) == \
+        len(configs)

@@ -20,7 +20,9 @@ with no loop between them (the two run in one pass, in order), nothing written t
 (:func:`.ilp_fastdiv._double_leaf`: the outer one, the inner one and ``s`` itself: ``p * s``
 and ``q * s`` are double products, never integer ones) and ``s`` free of side effects
 (:func:`.purity.side_effect_free`): it is read twice. A division an earlier family owns
-(TABLE's whole rewrite, RCP's division by a loop counter's function) is left to it.
+(TABLE's whole rewrite, RCP's division by a loop counter's function) is left to it; DIV_RCP
+(:mod:`.ilp_div_rcp`, after this) leaves the inner quotient to this one
+(:func:`.ilp_rcp_counter._owned`) and may take the outer: at both knobs one reciprocal a step.
 
 How far the result moves: both forms are the same quotient, each a few roundings of double
 (2^-52 relative each); a cancellation in the divisor is the same in both (``q + r / s``

@@ -14,7 +14,9 @@ reciprocal is then loop-invariant and the compiler takes it once, outside the lo
 
 Which divisions: a ``/`` in the kernel's body inside a loop (or in a ``__device__`` helper
 the kernel calls inside a loop, :func:`.helper_scope`'s, whose divisor reads the helper's
-own parameters or locals: a value each call computes anew), whose value is double (a leaf
+own parameters or locals: a value each call computes anew; or in a loop of any helper the
+kernel reaches, whose divisor reads a local that loop assigns or declares: a solver called
+once an item, set 25's ``colebrook(re, rel)``), whose value is double (a leaf
 a ``double`` local or parameter, a cast to ``double``, an unsuffixed floating literal:
 :func:`.ilp_fastdiv._double_leaf`), whose dividend is not the literal one, and whose divisor
 reads a local assigned in the body of a loop around it (by ``=`` or a compound assignment)
@@ -87,7 +89,8 @@ def apply_div_rcp(plan: Plan) -> bool:
     plan.note(NAME, True, f"{len(divisions)} double division(s) by a value the loop "
               "recomputes (or never changes) as a multiply by its reciprocal behind the knob "
               "(every store a float; the gate checks the tolerance)" + (
-                  f"; {len(helpers)} of them in the helpers the kernel calls in its loops: "
+                  f"; {len(helpers)} of them in the helpers the kernel calls (in its loops, or "
+                  "whose own loops recompute the divisor): "
                   + ", ".join(sorted({f"`{_function_name(d)}` (line {line(d)})"
                                       for d in helpers})) if helpers else ""), divisions[0])
     return True
@@ -112,16 +115,33 @@ def _helper_divisions(plan: Plan) -> list[Node]:
                 todo.append((scope[name], True))
     top = _types(plan.source.tree.root_node, top_only=True)
     found: list[Node] = []
-    for name in sorted(looped):
+    for name in sorted(looped | _reached(plan, scope)):
         body = scope[name]
         fn = body.parent or body
         own = _types(fn, top_only=False)
         types = {**top, **own}
+        # a helper called in a loop: each division by its own values; any other helper the
+        # kernel reaches: the divisions of its own loops by a value they recompute (a
+        # solver's Newton step, colebrook(re, rel) called once an item)
         found += [n for n in walk(body) if n.type == "binary_expression"
                   and text(n.child_by_field_name("operator")) == "/"
                   and _double_leaf(n, types) and not _one(n.child_by_field_name("left"))
-                  and _reads(n.child_by_field_name("right"), set(own))
+                  and (_reads(n.child_by_field_name("right"), set(own)) if name in looped
+                       else inside_loop(n, body) and (_recomputed(n) or _declared_in_loop(n)))
                   and _counter_division(n, fn) is None and not _owned(plan, n)]
+    return found
+
+
+def _reached(plan: Plan, scope: dict[str, Node]) -> set[str]:
+    """The helpers of ``scope`` the kernel calls, directly or through one another."""
+    found: set[str] = set()
+    todo = [plan.body]
+    while todo:
+        for n in walk(todo.pop()):
+            name = n.type == "call_expression" and (callee_name(n) or method_name(n))
+            if name and name in scope and name != plan.kernel.name and name not in found:
+                found.add(name)
+                todo.append(scope[name])
     return found
 
 
@@ -174,6 +194,23 @@ def _writes(node: Node, names: set[str]) -> bool:
             text(node.child_by_field_name("operator")) == "&") else None
     return target is not None and strip(target).type == "identifier" and \
         text(strip(target)) in names
+
+
+def _declared_in_loop(div: Node) -> bool:
+    """The divisor of ``div`` reads a local declared in the body of a loop around ``div``
+    (a value each trip computes anew: ``double dg = ..;`` in a Newton step)."""
+    right = div.child_by_field_name("right")
+    names = {text(n) for n in walk(right) if n.type == "identifier"} if right is not None \
+        else set()
+    loop = div.parent
+    while loop is not None:
+        body = loop.child_by_field_name("body") if loop.type in LOOPS else None
+        if body is not None and any(
+                n.type in ("init_declarator", "declaration") and
+                text(n.child_by_field_name("declarator")) in names for n in walk(body)):
+            return True
+        loop = loop.parent
+    return False
 
 
 def _recomputed(div: Node) -> bool:
