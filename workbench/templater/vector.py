@@ -77,6 +77,7 @@ from workbench.templater.vector_access import (  # noqa: E402
     size_expression,
 )
 from workbench.templater.vector_bound import steady_bound  # noqa: E402
+from workbench.templater.vector_rowgroup import apply_row_reads  # noqa: E402
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
@@ -170,6 +171,10 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
             plan.rw.replace(a.node, f"wb_{stream}[wb_i].v[wb_v]")
     # the lane's own element (the flat region's index is never negative)
     constraints += lane_values(plan, values, region.var, divide=not region.loop)
+    # gathers along a row the flat index's division walks: one vector a row group
+    grouping = len(plan.rw.edits)
+    groups = apply_row_reads(plan, region, accesses) if render is None else None
+    grouped = plan.rw.edits[grouping:]
     mine = plan.rw.edits[before:]
 
     def make(rw: Rewriter) -> str:
@@ -177,7 +182,10 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
         if render is not None:
             return render(plan, region, by_array, scalar if tail else None)
         vector = _vector_text(plan, region, by_array, split=split,
-                              scalar=scalar if tail else None)
+                              scalar=scalar if tail else None,
+                              groups=None if groups is None else groups.lanes(
+                                  region.text(rw), rendered_without(
+                                      rw, grouped, lambda: region.text(rw))))
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
     start = region.node.end_byte if render is not None and region.exit else \
@@ -303,10 +311,13 @@ def vector_moves(plan: Plan, by_array: dict[str, list[Access]], items: str, slot
 
 
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
-                 split: bool, scalar: str | None) -> str:
+                 split: bool, scalar: str | None, groups: str | None = None) -> str:
     """The region vectorized; ``scalar`` (the element's statements as written, a compound
     statement) the scalar tail of the item whose vector would cross the bound, None where
-    the bound is a multiple of VEC (:mod:`.vector_tail`)."""
+    the bound is a multiple of VEC (:mod:`.vector_tail`). ``groups``: the lanes with their
+    row-group loads (:meth:`.vector_rowgroup.RowGroups.lanes`), which load in the lanes:
+    every item's lanes then run before any item's stores, so the items' loads are in
+    flight together."""
     rw = plan.rw
     var, typ = region.var, region.var_type
     bound = rw.text(region.bound)
@@ -322,12 +333,16 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     body = region.text(rw)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
+    lanes = groups if groups is not None else \
+        f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
     inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
              f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n"
              f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
-             f"  {item}      if ({whole}) {{\n"
-             f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
-             f"{stores}      }}{tail}\n    }}\n")
+             f"  {item}      if ({whole}) {{\n{lanes}"
+             f"{stores if groups is None else ''}      }}{tail}\n    }}\n")
+    if groups is not None:  # the stores after every item's lanes
+        inner += (f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
+                  f"  {item}      if ({whole}) {{\n{stores}      }}\n    }}\n")
     if region.loop:
         guards = "".join(f"({rw.text(g)}) && " for g in region.guards)
         # an offset start (begin + threadIdx.x): begin + the thread's place * VEC
@@ -431,12 +446,16 @@ def apply_vector(plan: Plan) -> bool:
         plan.note("VEC", False, kept[0], kept[1])
         return False
     if flat is not None:
-        var, _d, _v = declared_name(flat.decl)
+        var, _d, first = declared_name(flat.decl)
         body = plan.body if flat.exit else flat.guard.child_by_field_name("consequence")
         assert body is not None
         typ = text(flat.decl.child_by_field_name("type"))
+        # a cast the author put on the index's math (``(size_t)blockIdx.x * ..``) kept: the
+        # first vector's index in the index's type, not wrapped in 32 bits
+        wide = f"({typ})" if first is not None and any(
+            n.type == "cast_expression" for n in walk(first)) else ""
         regions.append(Region(var, typ, body, flat.bound,
-                              f"blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
+                              f"{wide}blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
                               block, False, flat.guard, exit=flat.exit))
     if not regions:
         if not refused:

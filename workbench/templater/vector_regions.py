@@ -117,10 +117,12 @@ def exit_bound(statement: Node, var: str) -> Node | None:
     return right
 
 
-def x_indices(plan: Plan, stmts: list[Node]) -> Iterator[tuple[int, Node, str, Node]]:
+def x_indices(plan: Plan, stmts: list[Node], *,
+              block_dim: bool = False) -> Iterator[tuple[int, Node, str, Node]]:
     """Each declaration of ``stmts`` (the body's top level) of a thread's x index,
     ``T v = blockIdx.x * B + threadIdx.x`` in either order: its position, the declaration,
-    the name and the block's term."""
+    the name and the block's term. ``block_dim``: B may also be ``blockDim.x`` (a 1-D
+    block's launch size, the same number as a literal block would be)."""
     for k, decl in enumerate(stmts):
         if decl.type != "declaration":
             continue
@@ -128,16 +130,28 @@ def x_indices(plan: Plan, stmts: list[Node]) -> Iterator[tuple[int, Node, str, N
         if value is None:
             continue
         parts = terms(value)
-        offs = [t for _s, t in parts if block_offset(t, "x") is not None]
+        offs = [t for _s, t in parts if block_offset(t, "x") is not None or
+                (block_dim and _block_dim_offset(t))]
         if len(parts) == 2 and len(offs) == 1 and any(plan.facts.is_thread(t, "x")
                                                       for _s, t in parts):
             yield k, decl, var, offs[0]
 
 
+def _block_dim_offset(node: Node) -> bool:
+    """``blockIdx.x * blockDim.x`` in either order (a cast on either factor)."""
+    parts = binary(node)
+    return parts is not None and parts[1] == "*" and (
+        (builtin(parts[0], "blockIdx") == "x" and builtin(parts[2], "blockDim") == "x") or
+        (builtin(parts[2], "blockIdx") == "x" and builtin(parts[0], "blockDim") == "x"))
+
+
 def flat_region(plan: Plan) -> FlatRegion | None:
-    """The :class:`FlatRegion` at the top of the body, None where there is none."""
+    """The :class:`FlatRegion` at the top of the body, None where there is none. On a 1-D
+    block its block term may be ``blockIdx.x * blockDim.x``: the region then starts its
+    items at ``blockIdx.x * B`` with B the block rule (:func:`.vector.apply_vector`),
+    which is ``blockDim.x`` at every launch."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    for k, decl, var, offset in x_indices(plan, stmts):
+    for k, decl, var, offset in x_indices(plan, stmts, block_dim=len(plan.block) == 1):
         lit = binary(offset)
         assert lit is not None
         literal_node = strip(lit[2] if builtin(lit[0], "blockIdx") else lit[0])

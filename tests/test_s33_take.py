@@ -1,0 +1,164 @@
+"""Session 33: take_rows_i64 (held-back set 25, released), a row gather over a flat index
+split by a run-time extent, and two respellings (tests/spellings_s33_take/).
+
+- The flat region ``T t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; if (t >= n) return;``
+  was not read as one (vector_regions.x_indices knew a literal block only): VEC was "not
+  applied: no one-element-per-thread region". On a 1-D block ``blockDim.x`` is the block
+  rule itself, so the region now starts its items at ``blockIdx.x * B``; a cast the author
+  wrote on the index (``(size_t)``) stays on the vectorized start (no 32-bit wrap).
+- The gather ``src[(size_t)idx[i] * D + c]`` (``i = t / D``, ``c = t - i * D``) then loaded
+  element by element in each lane. vector_rowgroup reads it as a row group: where ``D %
+  VEC == 0`` the vector's lanes lie in one row, every lane reads the same ``idx[i]`` and
+  its own column, so lane 0 loads the VEC elements as one vector (a run-time choice: the
+  divisor a multiple of VEC and the address a whole vector's; otherwise each lane reads its
+  own element as written, D odd included). The range test (``r in range ? .. : 0``) reads
+  only row values, so lane 0 loads exactly where every lane reads. Every item's lanes run
+  before any item's stores (ITEMS_PER_THREAD's loads in flight together).
+
+Lifts BLOCK_THREADS, VEC, ITEMS_PER_THREAD, MIN_BLOCKS_PER_SM (the expert's THREADS, VEC,
+ITEMS; its MAP 1, whole rows a block, is not lifted). Host (g++): the corpus kernel and the
+respellings bit for bit against the kernel as written at the default, mixes and the ends,
+at the check shape (D a multiple of four) and at D odd and D = 2 mod 4 (the fallbacks).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import held_back_unseen25
+import pytest
+from held_back_harness import same_as_written
+from helpers_templater import host_configs, needs_gxx
+from test_corpus_unseen3 import (
+    host_flags,  # noqa: F401  (the session fixture: precompiled host headers)
+)
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import lift_kernel, offline_template
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_s33_take"
+SET = held_back_unseen25.SET
+KNOBS = frozenset({"BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"})
+
+#: folder -> the check shape's extent name (D) and the mixes checked bit for bit
+FOLDERS: dict[str, tuple[Path, str, list[dict[str, int]]]] = {
+    "take_rows_i64": (SET.root / "take_rows_i64", "D", [
+        {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},  # the expert's pick
+        {"BLOCK_THREADS": 160, "VEC": 2, "ITEMS_PER_THREAD": 8, "MIN_BLOCKS_PER_SM": 2},
+        {"BLOCK_THREADS": 32, "VEC": 4, "ITEMS_PER_THREAD": 8}]),
+    "gather_rows_i32": (SPELLINGS / "gather_rows_i32", "D", [
+        {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
+        {"BLOCK_THREADS": 160, "VEC": 2, "ITEMS_PER_THREAD": 4}]),
+    # not a respelling: the column read as a value too (each lane's own remainder)
+    "gather_rows_pos": (SPELLINGS / "gather_rows_pos", "D", [
+        {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
+        {"BLOCK_THREADS": 32, "VEC": 2, "ITEMS_PER_THREAD": 1}]),
+    "embed_lookup": (SPELLINGS / "embed_lookup", "dim", [
+        {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
+        {"BLOCK_THREADS": 224, "VEC": 2, "ITEMS_PER_THREAD": 8}]),
+}
+
+
+def _folder(name: str, root: Path, extent: int | None = None) -> KernelFolder:
+    """The folder, its check shape's extent set to ``extent`` (a copy) where given."""
+    path, key, _mixes = FOLDERS[name]
+    if extent is None:
+        return load_kernel_folder(path)
+    copy = root / name
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("expert"))
+    toml = copy / "kernel.toml"
+    small = re.compile(r"^(small = \{.*\b" + key + r" = )\d+", re.M)
+    text, hits = small.subn(lambda m: f"{m.group(1)}{extent}", toml.read_text())
+    assert hits == 1
+    toml.write_text(text)
+    return load_kernel_folder(copy)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_the_row_gather_lifts_vec_with_row_group_loads(name: str) -> None:
+    lifted = offline_template(_folder(name, Path())).lifted
+    assert {p.name for p in lifted.params} == KNOBS, lifted.notes
+    assert "wb_row_lane<float, VEC>(" in lifted.source
+    assert any(n.startswith("VEC: applied: region over") for n in lifted.notes)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("extent", [None, 37, 6])
+@pytest.mark.parametrize("name", sorted(FOLDERS))
+def test_the_lift_computes_as_written(name: str, extent: int | None, tmp_path: Path,
+                                      host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """At the check shape (the extent a multiple of four: the row-group loads), at an odd
+    extent (every lane its own element) and at 6 (VEC 2 in groups, VEC 4 element-wise)."""
+    kf = _folder(name, tmp_path / "folder", extent)
+    template = offline_template(kf).template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), FOLDERS[name][2])
+    assert len(configs) >= 3
+    assert same_as_written(kf, template, configs, SET.host_source, tmp_path / "run",
+                           host_flags) == len(configs)
+
+
+def _lift(source: str) -> tuple[set[str], str, tuple[str, ...]]:
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n * d, 256)"], block=["256"],
+                         scalars={"n": "n", "d": "d", "m": "m"})
+    return {p.name for p in lifted.params}, lifted.source, lifted.notes
+
+
+def test_a_read_at_another_column_is_loaded_element_by_element() -> None:
+    """``src[r * d + c + 1]``: still one step a lane, but lane 0's address is a whole vector's
+    only by chance: the run-time test decides (it loads where aligned)."""
+    src = """extern "C" __global__ void k(float* out, const float* src, const int* ids, int d,
+                                  int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * d) return;
+  int r = ids[t / d];
+  out[t] = src[r * d + t % d + 1];
+}
+"""
+    knobs, text, _notes = _lift(src)
+    assert "VEC" in knobs and "wb_row_lane<float, VEC>(&src[" in text
+
+
+def test_a_read_whose_row_moves_within_the_vector_is_not_grouped() -> None:
+    """``src[t % d * m + r]``: the column scaled, not one step a lane: no row group."""
+    src = """extern "C" __global__ void k(float* out, const float* src, const int* ids, int d,
+                                  int n, int m) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * d) return;
+  int r = ids[t / d];
+  out[t] = src[(t % d) * m + r];
+}
+"""
+    knobs, text, _notes = _lift(src)
+    assert "VEC" in knobs and "wb_row_lane" not in text
+
+
+def test_a_test_that_reads_the_column_keeps_lanes_apart() -> None:
+    """``c < m ? src[..] : 0``: the test differs between lanes, so lane 0 cannot load for
+    them: each lane reads its own element."""
+    src = """extern "C" __global__ void k(float* out, const float* src, const int* ids, int d,
+                                  int n, int m) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * d) return;
+  int c = t % d;
+  out[t] = c < m ? src[ids[t / d] * d + c] : 0.0f;
+}
+"""
+    knobs, text, _notes = _lift(src)
+    assert "VEC" in knobs and "wb_row_lane" not in text
+
+
+def test_a_written_table_is_not_grouped() -> None:
+    """A table the kernel writes (here through another index) may change between lanes."""
+    src = """extern "C" __global__ void k(float* out, float* src, const int* ids, int d, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * d) return;
+  int r = ids[t / d];
+  out[t] = src[r * d + t % d];
+  src[0] = 1.0f;
+}
+"""
+    _knobs, text, _notes = _lift(src)
+    assert "wb_row_lane" not in text
