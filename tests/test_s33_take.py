@@ -16,9 +16,14 @@ split by a run-time extent, and two respellings (tests/spellings_s33_take/).
   before any item's stores (ITEMS_PER_THREAD's loads in flight together).
 
 Lifts BLOCK_THREADS, VEC, ITEMS_PER_THREAD, MIN_BLOCKS_PER_SM (the expert's THREADS, VEC,
-ITEMS; its MAP 1, whole rows a block, is not lifted). Host (g++): the corpus kernel and the
-respellings bit for bit against the kernel as written at the default, mixes and the ends,
-at the check shape (D a multiple of four) and at D odd and D = 2 mod 4 (the fallbacks).
+ITEMS; its MAP 1, whole rows a block, is not lifted). Respellings: gather_rows_i32 (int32
+ids, an int index, ``/`` and ``%``, an if into a local), gather_rows_h16 (``__half`` rows,
+an unsigned index, ``blockDim.x * blockIdx.x``, an unsigned range test, 16-byte groups at
+VEC 8), embed_lookup (the division inside the index of a helper's read, no range test, a
+guarded body); gather_rows_pos reads the column as a value too (each lane's remainder).
+Host (g++): each bit for bit against the kernel as written at the default, mixes and the
+ends, at the check shape (D a multiple of four, of eight for the halves) and at D odd, 6
+and 12 (the fallbacks where D is no multiple of VEC).
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ FOLDERS: dict[str, tuple[Path, str, list[dict[str, int]]]] = {
     "gather_rows_pos": (SPELLINGS / "gather_rows_pos", "D", [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
         {"BLOCK_THREADS": 32, "VEC": 2, "ITEMS_PER_THREAD": 1}]),
+    "gather_rows_h16": (SPELLINGS / "gather_rows_h16", "D", [
+        {"BLOCK_THREADS": 64, "VEC": 8, "ITEMS_PER_THREAD": 2},  # 16-byte groups
+        {"BLOCK_THREADS": 96, "VEC": 4, "ITEMS_PER_THREAD": 4}]),
     "embed_lookup": (SPELLINGS / "embed_lookup", "dim", [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
         {"BLOCK_THREADS": 224, "VEC": 2, "ITEMS_PER_THREAD": 8}]),
@@ -80,21 +88,28 @@ def _folder(name: str, root: Path, extent: int | None = None) -> KernelFolder:
 def test_the_row_gather_lifts_vec_with_row_group_loads(name: str) -> None:
     lifted = offline_template(_folder(name, Path())).lifted
     assert {p.name for p in lifted.params} == KNOBS, lifted.notes
-    assert "wb_row_lane<float, VEC>(" in lifted.source
+    assert "wb_row_lane<" in lifted.source
+    # every item's lanes (their loads) before any item's store
+    assert lifted.source.rindex("wb_row_lane<") < lifted.source.index("*reinterpret_cast<WbVec<")
     assert any(n.startswith("VEC: applied: region over") for n in lifted.notes)
 
 
 @needs_gxx
 @pytest.mark.timeout(1200)
-@pytest.mark.parametrize("extent", [None, 37, 6])
+@pytest.mark.parametrize("extent", [None, 37, 6, 12])
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_the_lift_computes_as_written(name: str, extent: int | None, tmp_path: Path,
                                       host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    """At the check shape (the extent a multiple of four: the row-group loads), at an odd
-    extent (every lane its own element) and at 6 (VEC 2 in groups, VEC 4 element-wise)."""
+    """At the check shape (the extent a multiple of four, of eight for the halves: the
+    row-group loads), at an odd extent (every lane its own element), at 6 (VEC 2 in
+    groups, VEC 4 element-wise) and at 12 (VEC 4 in groups, VEC 8 element-wise)."""
     kf = _folder(name, tmp_path / "folder", extent)
     template = offline_template(kf).template
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), FOLDERS[name][2])
+    env = kf.env(kf.check_shape, "fp32")
+    space, default = template.space(env), template.default_config()
+    # a mix whose VEC passes the extent (VEC 8 at 6) is outside the space there: D >= VEC
+    mixes = [m for m in FOLDERS[name][2] if space.rejection({**default, **m}) is None]
+    configs = host_configs(template, env, mixes)
     assert len(configs) >= 3
     assert same_as_written(kf, template, configs, SET.host_source, tmp_path / "run",
                            host_flags) == len(configs)

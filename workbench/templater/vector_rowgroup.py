@@ -224,8 +224,9 @@ class _Reading:
         """Whether every test ``node`` runs under, up to the element's statements, is the same
         in every lane of a row group, and no loop of the element's holds it."""
         below, up = node, node.parent
-        tops = {s.start_byte for s in self.region.statements()}
-        while up is not None and below.start_byte not in tops | {self.region.body.start_byte}:
+        tops = {(s.start_byte, s.end_byte, s.type) for s in
+                [*self.region.statements(), self.region.body]}
+        while up is not None and (below.start_byte, below.end_byte, below.type) not in tops:
             if up.type in _LOOPS:
                 return False
             if up.type in ("conditional_expression", "if_statement"):
