@@ -4,8 +4,10 @@ split by a run-time extent, and two respellings (tests/spellings_s33_take/).
 - The flat region ``T t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; if (t >= n) return;``
   was not read as one (vector_regions.x_indices knew a literal block only): VEC was "not
   applied: no one-element-per-thread region". On a 1-D block ``blockDim.x`` is the block
-  rule itself, so the region now starts its items at ``blockIdx.x * B``; a cast the author
-  wrote on the index (``(size_t)``) stays on the vectorized start (no 32-bit wrap).
+  rule itself, so the region starts its items at ``blockIdx.x * B``; it is read so only
+  where it has a row-group read (vector.vector_flat: read so everywhere, it displaced other
+  families' knobs in five templater tests). A cast the author wrote on the index
+  (``(size_t)``) stays on the vectorized start (no 32-bit wrap).
 - The gather ``src[(size_t)idx[i] * D + c]`` (``i = t / D``, ``c = t - i * D``) then loaded
   element by element in each lane. vector_rowgroup reads it as a row group: where ``D %
   VEC == 0`` the vector's lanes lie in one row, every lane reads the same ``idx[i]`` and
@@ -140,7 +142,7 @@ def test_a_read_whose_row_moves_within_the_vector_is_not_grouped() -> None:
     """``src[t % d * m + r]``: the column scaled, not one step a lane: no row group."""
     src = """extern "C" __global__ void k(float* out, const float* src, const int* ids, int d,
                                   int n, int m) {
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int t = blockIdx.x * 256 + threadIdx.x;
   if (t >= n * d) return;
   int r = ids[t / d];
   out[t] = src[(t % d) * m + r];
@@ -155,7 +157,7 @@ def test_a_test_that_reads_the_column_keeps_lanes_apart() -> None:
     them: each lane reads its own element."""
     src = """extern "C" __global__ void k(float* out, const float* src, const int* ids, int d,
                                   int n, int m) {
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  int t = blockIdx.x * 256 + threadIdx.x;
   if (t >= n * d) return;
   int c = t % d;
   out[t] = c < m ? src[ids[t / d] * d + c] : 0.0f;
@@ -163,6 +165,19 @@ def test_a_test_that_reads_the_column_keeps_lanes_apart() -> None:
 """
     knobs, text, _notes = _lift(src)
     assert "VEC" in knobs and "wb_row_lane" not in text
+
+
+def test_blockdim_spelling_is_vectorized_only_for_its_row_groups() -> None:
+    """``blockIdx.x * blockDim.x`` is read as the flat region only where it gains the
+    row-group loads (elsewhere the families that lift that spelling today keep it)."""
+    src = """extern "C" __global__ void k(float* out, const float* src, int d, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n * d) return;
+  out[t] = src[t] * 2.0f;
+}
+"""
+    knobs, _text, _notes = _lift(src)
+    assert "VEC" not in knobs
 
 
 def test_a_written_table_is_not_grouped() -> None:

@@ -104,8 +104,7 @@ from workbench.templater.tile import lift_tile
 from workbench.templater.tile_batch import lift_tile_batch
 from workbench.templater.tile_count_loops import tile_count_loops
 from workbench.templater.value_casts import value_casts
-from workbench.templater.vector import apply_vector
-from workbench.templater.vector_regions import flat_region
+from workbench.templater.vector import apply_vector, vector_flat
 from workbench.templater.walk_rounds import apply_walk_rounds
 from workbench.templater.warp import apply_warp
 from workbench.templater.wrap import apply_grid_cap, apply_wrap_items
@@ -248,7 +247,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
                 guard(lift_merge)):
             lift_block(plan)
             guard(apply_table_items)  # outputs a thread along a row a block's table serves
-            flat = flat_region(plan) is not None
+            flat = vector_flat(plan) is not None
             vectorized = apply_vector(plan)
             apply_grid_cap(plan)
             guard(apply_ilp)

@@ -53,6 +53,7 @@ from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.vector_lanes import lane_values
 from workbench.templater.vector_regions import (
+    FlatRegion,
     Region,
     flat_region,
     thread_state_before,
@@ -77,7 +78,7 @@ from workbench.templater.vector_access import (  # noqa: E402
     size_expression,
 )
 from workbench.templater.vector_bound import steady_bound  # noqa: E402
-from workbench.templater.vector_rowgroup import apply_row_reads  # noqa: E402
+from workbench.templater.vector_rowgroup import apply_row_reads, row_reads  # noqa: E402
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
@@ -440,23 +441,13 @@ def apply_vector(plan: Plan) -> bool:
         regions.append(Region(var, loop.var_type, loop.node.child_by_field_name("body"),  # type: ignore[arg-type]
                               loop.bound, plan.rw.text(loop.start), step, True, loop.node,
                               place=place, offset=offset))
-    flat = flat_region(plan) if not regions else None
+    flat = vector_flat(plan) if not regions else None
     kept = thread_state_before(plan, flat) if flat is not None else None
     if kept is not None:
         plan.note("VEC", False, kept[0], kept[1])
         return False
     if flat is not None:
-        var, _d, first = declared_name(flat.decl)
-        body = plan.body if flat.exit else flat.guard.child_by_field_name("consequence")
-        assert body is not None
-        typ = text(flat.decl.child_by_field_name("type"))
-        # a cast the author put on the index's math (``(size_t)blockIdx.x * ..``) kept: the
-        # first vector's index in the index's type, not wrapped in 32 bits
-        wide = f"({typ})" if first is not None and any(
-            n.type == "cast_expression" for n in walk(first)) else ""
-        regions.append(Region(var, typ, body, flat.bound,
-                              f"{wide}blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
-                              block, False, flat.guard, exit=flat.exit))
+        regions.append(_flat_as_region(plan, flat))
     if not regions:
         if not refused:
             plan.note("VEC", False, "no unit-stride per-thread loop and no one-element-per-"
@@ -529,6 +520,42 @@ def apply_vector(plan: Plan) -> bool:
         plan.note("ROW_SPLIT", True, "rows are independent per element (no shared memory, "
                   "barrier or atomics): a row's vectors are dealt over gridDim.y blocks")
     return True
+
+
+def _flat_as_region(plan: Plan, flat: FlatRegion) -> Region:
+    """The one-element region of ``flat``: its items ``B * ITEMS_PER_THREAD`` apart from the
+    block's first (B the block rule)."""
+    var, _d, first = declared_name(flat.decl)
+    body = plan.body if flat.exit else flat.guard.child_by_field_name("consequence")
+    assert body is not None
+    typ = text(flat.decl.child_by_field_name("type"))
+    # a cast the author put on the index's math (``(size_t)blockIdx.x * ..``) kept: the
+    # first vector's index in the index's type, not wrapped in 32 bits
+    wide = f"({typ})" if first is not None and any(
+        n.type == "cast_expression" for n in walk(first)) else ""
+    block = plan.block[0]
+    return Region(var, typ, body, flat.bound,
+                  f"{wide}blockIdx.x * ({block} * ITEMS_PER_THREAD) + threadIdx.x",
+                  block, False, flat.guard, exit=flat.exit)
+
+
+def vector_flat(plan: Plan) -> FlatRegion | None:
+    """The one-element region VEC rewrites: :func:`.vector_regions.flat_region` with a
+    literal block, or on a 1-D block with ``blockIdx.x * blockDim.x`` where it reads a row
+    group (:mod:`.vector_rowgroup`: the loads that spelling's region gains); None
+    otherwise."""
+    flat = flat_region(plan)
+    if flat is not None or len(plan.block) != 1:
+        return flat
+    spelled = flat_region(plan, block_dim=True)
+    if spelled is None or thread_state_before(plan, spelled) is not None:
+        return None
+    region = _flat_as_region(plan, spelled)
+    try:
+        streams, _values = region_accesses(plan, region)
+    except Illegal:
+        return None
+    return spelled if row_reads(plan, region, streams) else None
 
 
 def _spanned_grid(plan: Plan, block: str, regions: list[Region]) -> str:

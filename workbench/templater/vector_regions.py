@@ -145,13 +145,13 @@ def _block_dim_offset(node: Node) -> bool:
         (builtin(parts[2], "blockIdx") == "x" and builtin(parts[0], "blockDim") == "x"))
 
 
-def flat_region(plan: Plan) -> FlatRegion | None:
-    """The :class:`FlatRegion` at the top of the body, None where there is none. On a 1-D
-    block its block term may be ``blockIdx.x * blockDim.x``: the region then starts its
-    items at ``blockIdx.x * B`` with B the block rule (:func:`.vector.apply_vector`),
-    which is ``blockDim.x`` at every launch."""
+def flat_region(plan: Plan, *, block_dim: bool = False) -> FlatRegion | None:
+    """The :class:`FlatRegion` at the top of the body, None where there is none. With
+    ``block_dim`` (a 1-D block) its block term may be ``blockIdx.x * blockDim.x``: the region
+    then starts its items at ``blockIdx.x * B`` with B the block rule
+    (:func:`.vector.vector_flat`), which is ``blockDim.x`` at every launch."""
     stmts = [c for c in plan.body.named_children if c.type != "comment"]
-    for k, decl, var, offset in x_indices(plan, stmts, block_dim=len(plan.block) == 1):
+    for k, decl, var, offset in x_indices(plan, stmts, block_dim=block_dim):
         lit = binary(offset)
         assert lit is not None
         literal_node = strip(lit[2] if builtin(lit[0], "blockIdx") else lit[0])
