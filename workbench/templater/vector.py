@@ -26,7 +26,11 @@ is free. A loop started at an offset (``begin + threadIdx.x``: a block's chunk) 
 vectors at ``begin + threadIdx.x * VEC``, ``begin`` aligned as the offsets are
 (:func:`start_parts`). A grid-stride loop (its step ``gridDim.x * blockDim.x``, as written
 or through a local) launched for S strides a thread (``ceil_div(n, S * B)``) keeps S as the
-SPAN knob of its grid ``ceil_div(n, B * VEC * ITEMS_PER_THREAD * SPAN)``.
+SPAN knob of its grid ``ceil_div(n, B * VEC * ITEMS_PER_THREAD * SPAN)``. In a one-element
+region whose index is split by a run-time extent into a row and a column, a gather at a row
+of its own and that column (``src[idx[t / D] * D + t % D]``) loads one vector a row group
+where ``D % VEC == 0`` (:mod:`.vector_rowgroup`); only for such a region is the index
+``blockIdx.x * blockDim.x + threadIdx.x`` read as the flat one (:func:`vector_flat`).
 """
 
 from __future__ import annotations
