@@ -42,7 +42,7 @@ from workbench.templater.grid_planes import apply_grid_planes
 from workbench.templater.guarded_returns import guarded_returns
 from workbench.templater.header_counters import header_counters
 from workbench.templater.ifconv import apply_ifconv
-from workbench.templater.ilp import apply_ilp, interleaves
+from workbench.templater.ilp import apply_ilp, interleaves, leave_at_one
 from workbench.templater.ilp_div_fold import apply_div_fold
 from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
@@ -280,7 +280,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
     constrain_whole_blocks(plan, grid)  # a kernel that bounds no index by the size it tiles
     _launch_bounds(plan)
     defined = _header(plan)
-    rendered = _late_defaults(plan, defined, plan.rw.render())
+    rendered = leave_at_one(_late_defaults(plan, defined, plan.rw.render()))
     rendered = members.restore(rendered)
     guard.check(rendered)  # never `auto x[..]`: a pass no guard covers refuses the lift
     return inlined.restore(LiftedSource(
