@@ -97,6 +97,7 @@ from workbench.templater.stencil import lift_stencil
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
 from workbench.templater.struct_locals import struct_locals
+from workbench.templater.store_vec import apply_store_vec
 from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
 from workbench.templater.table_via import apply_table_via
@@ -257,6 +258,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             guard(apply_split_walk)
             guard(apply_wrap_items, {"x"} if vectorized and flat else set())
             guard(apply_gather_stage)  # a 2-D window gather's tile in shared memory
+            apply_store_vec(plan)  # a pixel's consecutive outputs as one vector store
             apply_table(plan)
             apply_fastmath(plan)
             if interleaves(plan):  # compute loops the items share: their integer work counts
