@@ -96,8 +96,8 @@ from workbench.templater.staged_walk import apply_staged_walk
 from workbench.templater.stencil import lift_stencil
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
-from workbench.templater.struct_locals import struct_locals
 from workbench.templater.store_vec import apply_store_vec
+from workbench.templater.struct_locals import struct_locals
 from workbench.templater.table_emit import apply_table
 from workbench.templater.table_items import apply_table_items
 from workbench.templater.table_via import apply_table_via
