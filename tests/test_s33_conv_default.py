@@ -106,12 +106,23 @@ def test_one_item_returns_where_the_kernel_as_written_returns() -> None:
     assert LEAVE_MARK not in lifted.source
 
 
-def test_a_barrier_anywhere_keeps_the_items_flags() -> None:
-    """A file with a barrier or warp collective (a transform after the items' may add one the
-    thread as written never reached): the marks are dropped, no return."""
-    body = f"if (i >= n) {{ {LEAVE_MARK} wb_live[wb_it] = false; continue; }}\n"
-    assert leave_at_one(body) == \
-        "if (i >= n) { if (ITEMS_PER_THREAD == 1) return; wb_live[wb_it] = false; continue; }\n"
-    for together in ("__syncthreads();", "__shfl_down_sync(~0u, v, 1)", "__syncwarp();"):
-        assert leave_at_one(body + together) == \
-            "if (i >= n) { wb_live[wb_it] = false; continue; }\n" + together
+def test_a_barrier_after_an_item_ends_keeps_the_items_flags() -> None:
+    """A barrier or warp collective that may run after the item's end (a transform after the
+    items' may add one the thread as written never reached): the marks are dropped, no
+    return. One at the body's top level before the end (a staged tile) keeps them."""
+    end = f"if (i >= n) {{ {LEAVE_MARK} wb_live[wb_it] = false; continue; }}\n"
+    kept = "if (i >= n) { if (ITEMS_PER_THREAD == 1) return; wb_live[wb_it] = false; " \
+        "continue; }\n"
+    dropped = "if (i >= n) { wb_live[wb_it] = false; continue; }\n"
+
+    def kernel(before: str, after: str) -> str:
+        return f"__global__ void k() {{\n{before}\n{end}{after}\n}}\n"
+    assert leave_at_one(kernel("", "")) == kernel("", "").replace(end, kept)
+    for together in ("__syncthreads();", "__shfl_down_sync(~0u, v, 1);", "__syncwarp();"):
+        assert leave_at_one(kernel("", together)) == kernel("", together).replace(end, dropped)
+    staged = "if (t < 64) { s[t] = g[t]; }\n__syncthreads();  // the table { is staged"
+    assert leave_at_one(kernel(staged, "")) == kernel(staged, "").replace(end, kept)
+    # a loop around both reaches the barrier again after a return: rounds of items
+    rounds_head = "for (int r = 0; r < R; ++r) {\n  if (t < 64) { __syncthreads(); }\n"
+    looped = f"__global__ void k() {{\n{rounds_head}{end}}}\n}}\n"
+    assert leave_at_one(looped) == looped.replace(end, dropped)

@@ -8,12 +8,15 @@ trip, where the analysis shows the first element's place a multiple of N element
 buffer parameter's start (``dst = out + (..) * COUT``, or ``out[(..) * CO + o]``) and the
 value reads no memory the stores may change. Refused with the line otherwise.
 
-USE_SMEM (the block's input window staged in shared memory) is not lifted for this kernel:
-the stencil/apron families read a window as ``in[(y + dy) * W + x + dx]`` of the kernel's own
-body; here the read is three interleaved channels of a pixel fetched through a helper that
-returns a struct (inlined, it is an early-return guard around three loads through an image
-pointer offset by ``blockIdx.z``), which no window analysis reads as a tap (GAPS: the
-report).
+USE_SMEM (the block's input window staged in shared memory): gather_stage.py stages a window
+read through a helper taking the position; it missed this kernel four ways, now read: the
+image pointer ``img = in + (size_t)blockIdx.z * H * W * CIN`` is uniform over the block
+(``blockIdx``, ``blockDim``, ``gridDim`` are), a local pointer is declared by ``*img``
+(gather_stage._declared), the helper's ``p.r = q[0]`` writes a member of its own local, not
+memory (conv_reads), and ``#define KR 2  // filter radius`` is the value 2 (its comment left
+out: conv._compile_time_defs); the tile holds the helper's ``Rgb`` (a struct of three
+floats, 12 bytes). The ternary spelling reads ``in[at]`` in the kernel's own body: refused
+with the line (no helper, no tap).
 
 Two respellings (tests/spellings_s33_conv/): constexpr sizes with the fetch inline as
 ternaries and int index math, stored through ``out[(plane + y * W + x) * CO + o]``; a flat
@@ -40,14 +43,21 @@ SPELLINGS = Path(__file__).resolve().parent / "spellings_s33_conv"
 KNOBS = {"BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM", "STORE_VEC"}
 #: the corpus kernel and its respellings, with the knobs each lifts (the flat weights are
 #: one array read at one element a time: CONST_VIA offers them from shared memory too)
-NAMES = {"nhwc_conv5x5_c3to4": KNOBS,
+#: USE_SMEM where the reads go through a helper taking the position (gather_stage); the
+#: ternary spelling reads in[] in the kernel's own body: refused, with the line (a gap)
+NAMES = {"nhwc_conv5x5_c3to4": KNOBS | {"USE_SMEM"},
          "nhwc_conv5x5_c3to4_ternary_int": KNOBS,
-         "nhwc_conv5x5_c3to4_float3_flat": KNOBS | {"CONST_VIA"}}
+         "nhwc_conv5x5_c3to4_float3_flat": KNOBS | {"CONST_VIA", "USE_SMEM"}}
 MIXES = [{"STORE_VEC": 1},
          {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "STORE_VEC": 1},
          {"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_PER_THREAD": 2, "UNROLL": 1, "STORE_VEC": 1},
          {"BLOCK_X": 16, "BLOCK_Y": 8, "ITEMS_PER_THREAD": 1, "UNROLL": 2, "STORE_VEC": 1,
           "MIN_BLOCKS_PER_SM": 4}]
+#: the expert's pick's shape with the staged window (USE_SMEM), and one with items along x
+SMEM_MIXES = [{"BLOCK_X": 64, "BLOCK_Y": 2, "USE_SMEM": 1, "STORE_VEC": 1},
+              {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_PER_THREAD": 2, "UNROLL": 4,
+               "USE_SMEM": 1, "STORE_VEC": 1},
+              {"BLOCK_X": 8, "BLOCK_Y": 16, "ITEMS_PER_THREAD": 4, "USE_SMEM": 1}]
 
 _HOST_VECTORS = """
 struct float3 { float x, y, z; };
@@ -72,6 +82,11 @@ def test_the_four_channels_store_as_one_float4(name: str, tmp_path: Path) -> Non
     assert any(n.startswith("STORE_VEC: applied: the 4 stores of the loop at line ") and
                "as one float4" in n for n in lifted.notes), lifted.notes
     assert "*reinterpret_cast<float4 *>(&" in lifted.source
+    if "USE_SMEM" in NAMES[name]:
+        assert any(n.startswith("USE_SMEM: applied: 1 tap(s)") for n in lifted.notes)
+    else:
+        assert any(n.startswith("USE_SMEM: not applied: `in[at]` reads a kernel pointer "
+                                "outside a helper") for n in lifted.notes), lifted.notes
     assert "= make_float4(acc[wb_it][0], acc[wb_it][1], acc[wb_it][2], acc[wb_it][3]);" \
         in lifted.source, lifted.source
 
@@ -141,9 +156,10 @@ def test_the_lift_computes_as_written(name: str, tmp_path: Path,
                                       ) -> None:
     kf = _folder(name, tmp_path / "folder")
     template = offline_template(kf).template
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), MIXES)
+    smem = SMEM_MIXES if "USE_SMEM" in NAMES[name] else []
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [*MIXES, *smem])
     if not FULL_MATRIX:
-        configs = configs[:7]
+        configs = configs[:len(MIXES) + len(smem) + 3]
     assert sum(c["STORE_VEC"] == 1 for c in configs) >= 4, configs
     assert same_as_written(kf, template, configs, _host, tmp_path / "run", host_flags) == \
         len(configs)

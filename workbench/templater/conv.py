@@ -317,7 +317,9 @@ def _compile_time_defs(plan: Plan) -> dict[str, str]:
     :func:`~.reduce_consts.spell_members`): the names a window's bounds may be written
     with."""
     root = plan.source.tree.root_node
-    defs = {text(n.child_by_field_name("name")): text(n.child_by_field_name("value"))
+    # (a macro's value without its trailing comment: `#define KR 2  // filter radius`)
+    defs = {text(n.child_by_field_name("name")):
+            re.sub(r"//.*|/\*.*?\*/", "", text(n.child_by_field_name("value"))).strip()
             for n in walk(root)
             if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
     for n in root.children:

@@ -18,7 +18,7 @@ import weakref
 from tree_sitter import Node
 
 from workbench.core.cuda_source import CudaSource
-from workbench.templater.analysis import line, text, walk, write_target
+from workbench.templater.analysis import line, strip, text, walk, write_target
 from workbench.templater.purity import _defined_more_than_once, pure_calls
 
 #: Read-only built-ins besides the pure math (a cached global load).
@@ -72,7 +72,8 @@ def _writes(fn: Node, name: str, allowed: frozenset[str] | set[str]) -> str | No
             return f"a static or shared local (line {line(n)})"
         if n.type in ("assignment_expression", "update_expression"):
             target = write_target(n)
-            if target is None or target.type != "identifier":
+            if target is None or (target.type != "identifier" and
+                                  not _local_member(target, body)):
                 return f"`{text(n)[:40]}` writes memory (line {line(n)})"
         if n.type == "call_expression":
             callee = n.child_by_field_name("function")
@@ -80,6 +81,24 @@ def _writes(fn: Node, name: str, allowed: frozenset[str] | set[str]) -> str | No
                     text(callee) not in allowed:
                 return f"it calls `{text(callee)[:40]}`, not shown read-only (line {line(n)})"
     return None
+
+
+def _local_member(target: Node, body: Node) -> bool:
+    """``target`` is a member ``p.r`` (through ``.`` only) of a local the function declares
+    by value (no pointer, reference or array declarator): a register, not memory."""
+    root = target
+    while root.type == "field_expression" and text(root.child_by_field_name("operator")) == ".":
+        root = strip(root.child_by_field_name("argument") or root)
+    if root is target or root.type != "identifier":
+        return False
+    for n in walk(body):
+        if n.type != "declaration":
+            continue
+        for d in n.children_by_field_name("declarator"):
+            inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if inner is not None and inner.type == "identifier" and text(inner) == text(root):
+                return True
+    return False
 
 
 def unmovable_call(source: CudaSource, node: Node) -> Node | None:

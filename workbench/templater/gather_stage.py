@@ -74,6 +74,8 @@ from workbench.templater.stencil import (
 
 #: Taps a thread may read (a window of up to 7 x 7).
 MAX_TAPS = 49
+#: built-ins with one value for every thread of a block (an image plane by ``blockIdx.z``)
+_BLOCK_UNIFORM = frozenset({"blockIdx", "blockDim", "gridDim"})
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ class _Uniform:
         self.copies: list[Node] = []  # top-level declarations the stage repeats, in order
 
     def name(self, name: str, depth: int = 0) -> bool:
+        if name in _BLOCK_UNIFORM:
+            return True  # the block's own index, size and the grid's: one value a block
         if name in self.params:
             return name not in _assigned(self.plan.body)
         if name in self.defs or name in self.objects:
@@ -221,8 +225,15 @@ class _Uniform:
 
 
 def _declared(d: Node) -> str:
+    """The name a declarator declares (``x = 1``, ``*img = in + ..``: ``img``)."""
     inner = d.child_by_field_name("declarator")
-    return text(inner) if inner is not None else text(d)
+    if inner is None:
+        return text(d)
+    while inner.type in ("pointer_declarator", "reference_declarator") and \
+            inner.child_by_field_name("declarator") is not None:
+        inner = inner.child_by_field_name("declarator")
+        assert inner is not None
+    return text(inner)
 
 
 def _member_name(n: Node) -> bool:
@@ -264,8 +275,9 @@ def _taps(plan: Plan, work: list[Node], x: str, y: str, uniform: _Uniform,
                 read |= _pointers(plan, uniform, text(obj))
             else:
                 args = n.child_by_field_name("arguments")
-                pointers = {text(i) for i in walk(args) if i.type == "identifier" and
-                            plan.pointer(text(i))} if args is not None else set()
+                pointers = {q for i in walk(args) if i.type == "identifier"
+                            for q in _buffers(plan, uniform, text(i))} \
+                    if args is not None else set()
                 if not pointers:
                     continue  # reads its arguments only (a swap of two registers)
                 if verdict.get(text(fn), "") is not None:
@@ -284,6 +296,18 @@ def _taps(plan: Plan, work: list[Node], x: str, y: str, uniform: _Uniform,
         raise Refused(f"the kernel writes {', '.join(sorted(read & written))}, which the taps "
                       "read: a staged value could be stale", taps[0].call if taps else None)
     return taps
+
+
+def _buffers(plan: Plan, uniform: _Uniform, name: str) -> set[str]:
+    """The kernel pointers ``name`` reads: itself where it is one; where it is a local
+    pointer uniform over the block (``img = in + (size_t)blockIdx.z * H * W * CIN``, one
+    declaration, never assigned), the kernel pointers its value names."""
+    if plan.pointer(name):
+        return {name}
+    d = plan.facts.defs.get(name)
+    if d is None or not d.is_pointer or d.value is None or not uniform.name(name):
+        return set()
+    return {text(i) for i in walk(d.value) if i.type == "identifier" and plan.pointer(text(i))}
 
 
 def _pointers(plan: Plan, uniform: _Uniform, obj: str) -> set[str]:
@@ -437,9 +461,39 @@ def _tap_bytes(plan: Plan, call: Node) -> int:
     definition = plan.source.function_definitions().get(name)
     ctype = definition.child_by_field_name("type") if definition is not None else None
     size = _ELEM.get(text(ctype)) if ctype is not None else None
+    if size is None and ctype is not None:
+        size = _record_bytes(plan, text(ctype))
     if size is None:
         raise Refused(f"`{name}` returns `{text(ctype)}`, no element of known size", call)
     return size
+
+
+#: CUDA's vector records of 4-byte lanes
+_VECTOR_BYTES = {"float3": 12, "float4": 16, "int2": 8, "int3": 12, "int4": 16}
+
+
+def _record_bytes(plan: Plan, ctype: str) -> int | None:
+    """Bytes of a vector record (``float3``) or of a struct of the file whose members are
+    all ``float`` or all ``int`` (``struct Rgb { float r, g, b; }``: 12), else None."""
+    if ctype in _VECTOR_BYTES:
+        return _VECTOR_BYTES[ctype]
+    for n in walk(plan.source.tree.root_node):
+        if n.type != "struct_specifier" or text(n.child_by_field_name("name")) != ctype:
+            continue
+        body = n.child_by_field_name("body")
+        fields = [] if body is None else [f for f in body.named_children
+                                          if f.type != "comment"]
+        kinds = {text(f.child_by_field_name("type")) for f in fields}
+        if not fields or len(kinds) != 1 or any(f.type != "field_declaration" for f in fields):
+            return None
+        kind = kinds.pop()
+        if kind not in ("float", "int"):
+            return None
+        names = [d for f in fields for d in f.children_by_field_name("declarator")]
+        if any(d.type != "field_identifier" for d in names):
+            return None
+        return 4 * len(names)
+    return None
 
 
 def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], cond: Node,

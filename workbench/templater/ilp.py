@@ -703,14 +703,43 @@ def leave_at_one(rendered: str) -> str:
     one item's ``live`` flag, tested in every shared loop and each split loop
     (:func:`split_live`) in two copies, the doubled body unrolled otherwise than as written
     (nhwc_conv5x5_c3to4 on sm_90: 1004 SASS instructions as written, 177 at the default,
-    the 5 x 5 taps left rolled). The marks are dropped where the file names a barrier or a
-    warp collective anywhere (a transform after the items', such as STAGE or a walk in
-    rounds, may add one the thread as written never reached)."""
+    the 5 x 5 taps left rolled). The marks are dropped where a barrier or a warp collective
+    (a transform after the items', such as STAGE or a walk in rounds, may add one the thread
+    as written never reached) could run after a thread returned: :func:`_together_before`."""
     if LEAVE_MARK not in rendered:
         return rendered
-    if any(word in rendered for word in _TOGETHER):
+    if not _together_before(rendered, rendered.index(LEAVE_MARK)):
         return rendered.replace(f" {LEAVE_MARK}", "")
     return rendered.replace(LEAVE_MARK, f"if ({NAME} == 1) return;")
+
+
+def _together_before(rendered: str, first: int) -> bool:
+    """Every barrier or warp collective of the file runs before the first item's end at
+    ``first``: in the function holding it, at its body's top level or in a block closed
+    before ``first`` that no block still open there holds (a loop around both would reach
+    the barrier again after the return). Braces read with comments and strings blanked;
+    anything not read so is not shown (False)."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\])*\"",
+                  lambda m: " " * len(m.group(0)), rendered, flags=re.S)
+    depth, depths, start = 0, [], -1
+    for k, ch in enumerate(code):
+        if ch == "{":
+            depth += 1
+            if depth == 1 and k < first:
+                start = k  # the function (body) holding the mark opens here
+        elif ch == "}":
+            depth -= 1
+            if depth < 0:
+                return False
+        depths.append(depth)
+    if start < 0 or depths[first] < 1:
+        return False
+    for word in _TOGETHER:
+        for found in re.finditer(re.escape(word), code):
+            at = found.start()
+            if at > first or at < start or min(depths[at:first + 1]) > 1:
+                return False
+    return True
 
 
 def split_live(loop: str, indent: str) -> str:
