@@ -147,9 +147,10 @@ def test_a_cast_divisor_is_fp32_only_from_an_int_or_float_value(divisor: str,
 
 def test_a_2d_member_array_series_interleaves_and_gets_fast_div() -> None:
     lifted = _lift(MEMBER_2D)
+    # (STORE_VEC, session 33: each row's four stores E[16 * b + 4 * r + c] as one float4)
     assert tuple(p.name for p in lifted.params) == (
-        "BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "FAST_DIV", "STAGE", "MIN_BLOCKS_PER_SM"), \
-        lifted.notes
+        "BLOCK_THREADS", "ITEMS_PER_THREAD", "UNROLL", "STORE_VEC", "FAST_DIV", "STAGE",
+        "MIN_BLOCKS_PER_SM"), lifted.notes
     note = _items_note(lifted.notes)
     assert ": applied: " in note and "interleave the items" in note, note
     assert "WB_DIV(dot, k)" in lifted.source
