@@ -78,13 +78,15 @@ def _indexed_by_thread(plan: Plan, array: str, dim: str) -> bool:
 
 def _start_literal(value: Node | None, half: int) -> Node | None:
     """The literal of a tree's start: ``half`` itself, or the block size B of ``B / 2`` /
-    ``B >> 1`` written as a number (``128 / 2``): the node the lift replaces."""
+    ``B >> 1`` written as a number (``128 / 2``) or a macro: the node the lift replaces."""
     if value is None:
         return None
     if int_value(value) == half:
         return strip(value)
     parts = binary(value)
-    if parts is not None and strip(parts[0]).type == "number_literal" and \
+    # a macro holding the block size reads as its literal (``BLOCK / 2``, the template
+    # argument of an inlined block stage: :mod:`.inline_calls`)
+    if parts is not None and strip(parts[0]).type in ("number_literal", "identifier") and \
             int_value(parts[0]) == 2 * half and (parts[1], int_value(parts[2])) in \
             (("/", 2), (">>", 1)):
         return strip(parts[0])
@@ -198,8 +200,14 @@ def _look_alikes(plan: Plan, values: set[int], taken: list[Node]) -> list[Node]:
             int_value(n) in values and (n.start_byte, n.end_byte) not in spans]
 
 
-def lift_block(plan: Plan) -> dict[str, str]:
-    """Lift each literal block dimension; returns dim -> parameter name for those lifted."""
+def lift_block(plan: Plan, keeps_grid: bool = False) -> dict[str, str]:
+    """Lift each literal block dimension; returns dim -> parameter name for those lifted.
+    ``keeps_grid``: the caller launches the grid as written whatever the block size (the
+    reduction family's grid-stride loop covers any grid: :func:`.reduce_rewrite.
+    lift_grid_blocks`), so a store of one element a block (``partial[blockIdx.x]``) keeps
+    its count and does not refuse the lift; a macro equal to the block size that the lift
+    leaves behind (``#define BLOCK 256`` a helper's template argument gave, read where no
+    use follows the block) still does."""
     sizes = {DIMS[i]: literal(b) for i, b in enumerate(plan.block)}
     multi = sum(1 for s in sizes.values() if s is not None and s > 1) > 1 or len(plan.block) > 1
     lifted: dict[str, str] = {}
@@ -256,7 +264,9 @@ def lift_block(plan: Plan) -> dict[str, str]:
                       "written", crossed)
             continue
         wrong = unfollowed(plan, dim, plan.grid[i], size) \
-            if i < len(plan.grid) and i not in crossed else None
+            if i < len(plan.grid) and i not in crossed and not keeps_grid else None
+        if wrong is None and keeps_grid:
+            wrong = _stray_macro(plan, size, uses + halves + claimed)
         if wrong is not None:
             plan.note(name, False, f"`{_context(wrong[0])}` {wrong[1]}, so it stays as written",
                       wrong[0])
@@ -470,6 +480,21 @@ def _unread_tree_start(plan: Plan, size: int, claimed: list[Node]) -> Node | Non
                 if lit.type == "number_literal" and int_value(lit) in (size, size // 2) and \
                         (lit.start_byte, lit.end_byte) not in spans:
                     return lit
+    return None
+
+
+def _stray_macro(plan: Plan, size: int, taken: list[Node]) -> tuple[Node, str] | None:
+    """A use of an integer macro equal to the block size (``BLOCK``) that the lift would
+    leave as written, and why; None where every one follows the block."""
+    names = _block_macros(size)
+    spans = {(n.start_byte, n.end_byte) for n in taken}
+    for n in walk(plan.body):
+        if n.type == "identifier" and text(n) in names and \
+                (n.start_byte, n.end_byte) not in spans and \
+                not (n.parent is not None and (n.parent.start_byte, n.parent.end_byte) in spans):
+            return n, (f"reads `{text(n)}` (= {size}, the block size) where the lift does not "
+                       "read it as the block size (a shared extent the thread indexes, a tree's "
+                       "start): it would not follow the block")
     return None
 
 

@@ -21,6 +21,8 @@ a ``for`` loop (a grid-stride loop covers its work at any grid, ``i += 264 * 256
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import binary, builtin, factors, int_value, text, walk
@@ -57,6 +59,44 @@ def per_block_store(plan: Plan, dim: str) -> Node | None:
         read = _builtins(plan, target.child_by_field_name("indices") or target, 0)
         if f"blockIdx.{dim}" in read and not any(r.startswith("threadIdx.") for r in read):
             return n
+    return None
+
+
+@dataclass(frozen=True)
+class BlockStore:
+    """A store into kernel pointer ``array`` whose index grows with ``blockIdx.dim``
+    (``partial[blockIdx.x] = s``, ``out[blockIdx.x * 2 + threadIdx.x] = v``, an atomic on
+    ``&hist[blockIdx.x * 256 + b]``): ``node`` is the assignment or the atomic call."""
+
+    node: Node
+    array: str
+
+
+def block_indexed_store(plan: Plan, dim: str) -> BlockStore | None:
+    """The first store into a kernel pointer at an index that reads ``blockIdx.dim``
+    (through locals that keep their first value; thread indices may be read too), or None.
+    A grid-stride loop's counter is assigned again, so a store at it (``y[i] = ..``, bounded
+    by the loop's test) is not one: its index stays inside the data at any grid. Such a
+    store writes past what the kernel as written wrote once more blocks run than it
+    launched: the elements the folder sized the array for end at its grid."""
+    pointers = {p.name for p in plan.kernel.pointer_params}
+    for n in walk(plan.body):
+        target = n.child_by_field_name("left") if n.type == "assignment_expression" else None
+        if n.type == "call_expression" and text(n.child_by_field_name("function") or n) \
+                .startswith("atomic"):
+            args = n.child_by_field_name("arguments")
+            first = args.named_children[0] if args is not None and args.named_children \
+                else None
+            target = first.child_by_field_name("argument") if first is not None and \
+                first.type == "pointer_expression" and text(first).startswith("&") else None
+        if target is None or target.type != "subscript_expression":
+            continue
+        array = text(target.child_by_field_name("argument"))
+        if array not in pointers:
+            continue
+        read = _builtins(plan, target.child_by_field_name("indices") or target, 0)
+        if f"blockIdx.{dim}" in read:
+            return BlockStore(n, array)
     return None
 
 

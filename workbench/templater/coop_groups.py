@@ -147,14 +147,15 @@ def coop_groups(current: InlinedSource, entry: str | None,
 
 
 def inlined_after_groups(source_text: str, entry: str | None, file: str,
-                         block: Sequence[str]) -> InlinedSource:
+                         block: Sequence[str], *, block_stages: bool = False) -> InlinedSource:
     """:func:`.inline_calls.inline_calls` of ``source_text`` with its cooperative groups
     written as built-ins first (:func:`coop_groups`; every line keeps
     its number), this pass's finding told before the inliner's: a ``__device__`` function the
     kernel passes its tile to then shuffles through the built-ins, which the inliner reads as
-    work to inline."""
+    work to inline. ``block_stages``: helpers holding a block's shared stage are inlined too
+    (:func:`.inline_calls.launch_callees`)."""
     grouped = coop_groups(InlinedSource(source_text, file), entry, block)
-    inlined = inline_calls(grouped.text, entry, file)
+    inlined = inline_calls(grouped.text, entry, file, block_stages=block_stages)
     return replace(inlined, findings=(*grouped.findings, *inlined.findings))
 
 

@@ -120,7 +120,8 @@ class InlinedSource:
                        notes=tuple(str(f) for f in self.findings) + notes)
 
 
-def inline_calls(source_text: str, entry: str | None, file: str) -> InlinedSource:
+def inline_calls(source_text: str, entry: str | None, file: str, *,
+                 block_stages: bool = False) -> InlinedSource:
     """``source_text`` with the ``__device__`` functions that carry ``entry``'s launch
     written into it (see the module doc); unchanged where there are none or the source
     does not parse (the analysis then reports that itself). The file's namespaces are
@@ -144,7 +145,8 @@ def inline_calls(source_text: str, entry: str | None, file: str) -> InlinedSourc
             "mangled names, and the workbench launches a kernel by its name; write it as an "
             f'extern "C" __global__ kernel that calls the template as a __device__ function '
             f"({kernel.name}_body<...>(...)), which is inlined", kernel.line),))
-    for name in launch_callees(source.function_definitions(), source.body(kernel)):
+    for name in launch_callees(source.function_definitions(), source.body(kernel),
+                               block_stages):
         current = _step(current, kernel.name, name)
     return current
 
@@ -156,11 +158,14 @@ def _safe_template_params(outer: Node) -> list[TemplateParam]:
         return []
 
 
-def launch_callees(defs: dict[str, Node], body: Node) -> list[str]:
+def launch_callees(defs: dict[str, Node], body: Node, block_stages: bool = False) -> list[str]:
     """The functions ``body`` calls that carry its launch, in call order: when the body
     reads no thread or block index itself, those that read one (see the module doc);
     otherwise those that walk a coordinate the body passes them (:func:`_walks_coordinate`)
-    or combine a warp's lanes (:func:`_combines_lanes`)."""
+    or combine a warp's lanes (:func:`_combines_lanes`), and, with ``block_stages``, those
+    that hold a block's shared stage (:func:`block_stage`: ``block_sum<256>(s)``, read by
+    the reduction family once in the body; the lift tries that reading where it lifts
+    more, :func:`.semantic.lift_kernel`)."""
     indexed = any(text(n) in _GEOMETRY for n in walk(body) if n.type == "identifier")
     coordinates = _coordinates(body) if indexed else frozenset()
     found: list[str] = []
@@ -169,10 +174,20 @@ def launch_callees(defs: dict[str, Node], body: Node) -> list[str]:
         fn = defs.get(name)
         if fn is None or name in found or _is_kernel(fn):
             continue
-        if _walks_coordinate(fn, n, coordinates) or _combines_lanes(defs, name, set()) \
+        if _walks_coordinate(fn, n, coordinates) or _combines_lanes(defs, name, set()) or \
+                (block_stages and block_stage(fn)) \
                 if indexed else _carries_launch(defs, name, set()):
             found.append(name)
     return found
+
+
+def block_stage(fn: Node) -> bool:
+    """Whether ``fn`` itself declares ``__shared__`` memory and synchronises the block (a
+    block's reduction stage written as a helper)."""
+    shared = any(n.type == "declaration" and any(text(c) == "__shared__" for c in n.children)
+                 for n in walk(fn))
+    return shared and any(n.type == "call_expression" and callee_name(n) in _SYNCS
+                          for n in walk(fn))
 
 
 def _combines_lanes(defs: dict[str, Node], name: str, seen: set[str]) -> bool:

@@ -103,7 +103,7 @@ def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) ->
     kept = final_refusal(plan, red, red.acc_type) if red.kept_tail else None
     if red.kept_tail:
         if kept is None:
-            lift_block(plan)
+            lift_block(plan, keeps_grid=True)
         plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`; "
                   f"the block's stage after the loop (line {line(red.store)} to line "
                   f"{line(red.final)}) reduces each warp by shuffles, then the warps: "
@@ -113,7 +113,7 @@ def lift_reduce(plan: Plan, compared_by_total: Collection[str] | None = None) ->
                   f"{'adds atomically to' if red.atomic else 'stores one partial per block in'}"
                   f" `{red.out}`; {exactness(red)}", red.loop)
     else:
-        lift_block(plan)
+        lift_block(plan, keeps_grid=True)
         plan.note(NAME, True, f"grid-stride {red.op.kind} over `{red.var}` into `{red.acc}`, a "
                   f"shared tree over `{red.buf}`, thread 0 "
                   f"{'adds atomically' if red.atomic else 'stores one partial per block'}; "

@@ -213,6 +213,8 @@ def recognise(plan: Plan) -> Reduction:
             raise Illegal(f"`{text(s)[:60]}` before the grid-stride loop is not a declaration",
                           s)
     tail = stmts[loop_at:]
+    written_tail = tail
+    tail, result = _plain_tail(plan, tail)
     early = next((Illegal(f"`{text(n)}` leaves the kernel early (threads would miss the "
                           "barriers the block's tree needs)", n)
                   for n in walk(plan.body) if n.type in ("return_statement", "goto_statement")),
@@ -227,7 +229,7 @@ def recognise(plan: Plan) -> Reduction:
             head = _head(plan, stmts, loop_at, size)
         except Illegal:
             raise shape from None
-        return _with_kept_tail(plan, head, tail, shape)
+        return _with_kept_tail(plan, head, written_tail, shape)
     if early is not None:
         raise early
     head = _head(plan, stmts, loop_at, size)
@@ -237,12 +239,43 @@ def recognise(plan: Plan) -> Reduction:
         if text(_expression(sync)) != "__syncthreads()":
             raise Illegal(f"`{text(sync)[:60]}` is not the barrier after the store", sync)
         _tree(plan, tree, buf, head.op, size)
-        out, atomic = _final_store(plan, final, buf, head.op)
+        out, atomic = _final_store(plan, final, buf, head.op, result)
     except Illegal as exc:
-        return _with_kept_tail(plan, head, tail, exc)
+        return _with_kept_tail(plan, head, written_tail, exc)
     return Reduction(head.acc, head.acc_type, head.var, head.var_type, head.loop, head.decl,
                      head.bound, head.update, head.value, head.op, buf, store, tree, final, out,
                      atomic, head.walk_base, prelude=head.prelude)
+
+
+def _plain_tail(plan: Plan, tail: list[Node]) -> tuple[list[Node], Node | None]:
+    """The statements after the loop as the family's shape reads them, and the block's
+    result local: a block stage written in a helper and inlined (``block_sum<256>(s)``)
+    declares its ``__shared__`` array after the loop (a declaration with no value: where it
+    stands changes nothing) and hands ``buf[0]`` back into a local (``float total =
+    buf[0];``) that thread 0's store alone reads. Those declarations are left out, and the
+    local's declaration given back (None where there is none); :func:`_final_store` checks
+    that it holds ``buf[0]`` of the tree's buffer and that the store alone reads it."""
+    kept = [s for k, s in enumerate(tail) if k == 0 or not _bare_shared(plan, s)]
+    if len(kept) < 2 or kept[-2].type != "declaration":
+        return kept, None
+    name, _d, value = declared_name(kept[-2])
+    reads = [n for n in walk(plan.body) if n.type == "identifier" and text(n) == name]
+    d = plan.facts.defs.get(name)
+    if value is None or d is None or d.assigned or len(reads) != 2 or \
+            not kept[-1].start_byte <= reads[1].start_byte < kept[-1].end_byte:
+        return kept, None
+    return [*kept[:-2], kept[-1]], kept[-2]
+
+
+def _bare_shared(plan: Plan, stmt: Node) -> bool:
+    """``stmt`` declares one ``__shared__`` array with no value (``__shared__ float
+    buf[BLOCK];``)."""
+    if stmt.type != "declaration":
+        return False
+    name, _d, value = declared_name(stmt)
+    d = plan.facts.defs.get(name)
+    return value is None and d is not None and d.is_shared and \
+        len(stmt.children_by_field_name("declarator")) == 1
 
 
 def _with_kept_tail(plan: Plan, head: Head, tail: list[Node], refusal: Illegal) -> Reduction:
@@ -633,7 +666,16 @@ def _terms(node: Node) -> list[tuple[int, Node]]:
     return terms(node)
 
 
-def _final_store(plan: Plan, final: Node, buf: str, op: Op) -> tuple[str, bool]:
+def _final_store(plan: Plan, final: Node, buf: str, op: Op,
+                 result: Node | None = None) -> tuple[str, bool]:
+    """The output thread 0 writes ``buf[0]`` into (directly, or through the ``result``
+    local declared with it: :func:`_plain_tail`), and whether by an atomic."""
+    value = f"{buf}[0]"
+    if result is not None:
+        name, _d, held = declared_name(result)
+        if held is None or _norm(held) != value:
+            raise Illegal(f"`{text(result)}` does not hold `{value}`, the tree's result", result)
+        value = name
     cond = final.child_by_field_name("condition")
     c = binary(cond.named_children[0]) if cond is not None and cond.named_children else None
     if final.type != "if_statement" or c is None or c[1] != "==" or \
@@ -648,8 +690,8 @@ def _final_store(plan: Plan, final: Node, buf: str, op: Op) -> tuple[str, bool]:
         func = text(expr.child_by_field_name("function"))
         args = expr.child_by_field_name("arguments")
         argv = [] if args is None else list(args.named_children)
-        if func != ATOMICS[op.kind] or len(argv) != 2 or _norm(argv[1]) != f"{buf}[0]":
-            raise Illegal(f"`{text(expr)}` is not {ATOMICS[op.kind]}(out, {buf}[0])", expr)
+        if func != ATOMICS[op.kind] or len(argv) != 2 or _norm(argv[1]) != value:
+            raise Illegal(f"`{text(expr)}` is not {ATOMICS[op.kind]}(out, {value})", expr)
         target = strip(argv[0])
         if target.type == "pointer_expression":
             inner = strip(target.named_children[0]) if target.named_children else target
@@ -666,8 +708,8 @@ def _final_store(plan: Plan, final: Node, buf: str, op: Op) -> tuple[str, bool]:
     if expr.type != "assignment_expression" or text(expr.child_by_field_name("operator")) \
             != "=" or idx is None or not idx.named_children or \
             builtin(idx.named_children[0], "blockIdx") != "x" or right is None or \
-            _norm(right) != f"{buf}[0]":
-        raise Illegal(f"`{text(expr)}` is not `out[blockIdx.x] = {buf}[0]`", expr)
+            _norm(right) != value:
+        raise Illegal(f"`{text(expr)}` is not `out[blockIdx.x] = {value}`", expr)
     out = text(left.child_by_field_name("argument"))  # type: ignore[union-attr]
     if not plan.pointer(out):
         raise Illegal(f"`{out}` is not a kernel pointer argument", expr)

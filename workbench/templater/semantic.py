@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from workbench.core.cuda_source import parse_cuda
 from workbench.core.defines import define_lines
-from workbench.core.errors import WorkbenchError
+from workbench.core.errors import CudaSourceError, WorkbenchError
 from workbench.templater.analysis import integer_macros as reading_macros
 from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
@@ -48,8 +48,9 @@ from workbench.templater.ilp_div_rcp import apply_div_rcp
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.ilp_rcp_counter import apply_rcp
 from workbench.templater.index_mask import apply_index_mask
+from workbench.templater.inline_bind import callee_name
 from workbench.templater.inline_bodies import expand_bodies
-from workbench.templater.inline_calls import InlinedSource
+from workbench.templater.inline_calls import InlinedSource, block_stage
 from workbench.templater.inline_exits import joined_exits
 from workbench.templater.inline_lambda import expand_lambdas
 from workbench.templater.inline_macros import expand_macros
@@ -123,21 +124,41 @@ def lift_kernel(source_text: str, *, entry: str | None, grid: Sequence[str],
     that lifts strictly more knobs, losing none (:mod:`.struct_locals`)."""
     args = (source_text, entry, grid, block, scalars, smem_bytes, file, compared_by_total)
     lifted, braced = _lift_spelled(*args, braced=False)
-    if braced:
-        as_fields = _if_gains(lifted, lambda: _lift_spelled(*args, braced=True)[0])
-        if as_fields is not None:
-            return as_fields
+    as_fields = _if_gains(lifted, lambda: _lift_spelled(*args, braced=True)[0]) \
+        if braced else None
+    lifted = as_fields or lifted
+    if _calls_block_stage(source_text, entry, file):  # block_sum<256>(s) in the body
+        staged = _if_gains(lifted, lambda: _lift_spelled(
+            *args, braced=as_fields is not None, stages=True)[0])
+        if staged is not None:
+            return staged
     return lifted
+
+
+def _calls_block_stage(source_text: str, entry: str | None, file: str) -> bool:
+    """Whether the kernel calls a helper holding a block's shared stage
+    (:func:`.inline_calls.block_stage`): the lift then also tries the reading with that
+    helper inlined, and keeps it where it lifts strictly more (the reduction family reads
+    the stage in the kernel's body: ``float total = block_sum<256>(sum);``)."""
+    try:
+        source = parse_cuda(source_text, file)
+        defs = source.function_definitions()
+        body = source.body(source.kernel(entry))
+    except CudaSourceError:
+        return False
+    return any(n.type == "call_expression" and callee_name(n) in defs and
+               block_stage(defs[callee_name(n)]) for n in walk(body))
 
 
 def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
                   block: Sequence[str], scalars: Mapping[str, str], smem_bytes: str,
                   file: str, compared_by_total: Collection[str] | None, *,
-                  braced: bool) -> tuple[LiftedSource, bool]:
+                  braced: bool, stages: bool = False) -> tuple[LiftedSource, bool]:
     """:func:`lift_kernel`'s lift with braced structs read as their fields or not
-    (``braced``); and whether reading them so changes the source the families read."""
+    (``braced``), block-stage helpers inlined or not (``stages``); and whether reading the
+    structs so changes the source the families read."""
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
-    inlined = inlined_after_groups(source_text, entry, file, block)
+    inlined = inlined_after_groups(source_text, entry, file, block, block_stages=stages)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = split_reassigned(inlined, entry)  # col = a; ..col..; col = b; ..: col, col_2
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so
@@ -250,7 +271,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             guard(apply_table_items)  # outputs a thread along a row a block's table serves
             flat = vector_flat(plan) is not None
             vectorized = apply_vector(plan)
-            apply_grid_cap(plan)
+            apply_grid_cap(plan, compared_by_total)
             guard(apply_ilp)
             # output channels on the grid per thread, else outer indices sharing index math
             guard(apply_channel_items) or guard(apply_grid_planes)

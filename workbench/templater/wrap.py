@@ -8,6 +8,8 @@ given back its value at the index at each item's start, or the wrap is refused w
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from tree_sitter import Node
 
 from workbench.templater.analysis import (
@@ -20,15 +22,25 @@ from workbench.templater.analysis import (
     text,
     walk,
 )
+from workbench.templater.block_outputs import BlockStore, block_indexed_store
 from workbench.templater.ilp import gave_items
 from workbench.templater.plan import Plan
+from workbench.templater.reduce_rewrite import grid_values
 from workbench.templater.rules import min_cap, scale_divisor
 from workbench.templater.vector import Illegal, stride_loops
 from workbench.templater.wrap_state import item_state
 
 
-def apply_grid_cap(plan: Plan) -> None:
-    """GRID_BLOCKS: the literal cap of a grid-stride kernel's grid (``min(X, 1024)``)."""
+def apply_grid_cap(plan: Plan, compared_by_total: Collection[str] | None = None) -> None:
+    """GRID_BLOCKS: the literal cap of a grid-stride kernel's grid (``min(X, 1024)``).
+
+    Where the kernel stores at an index that grows with ``blockIdx.x`` (one partial a
+    block: :func:`.block_outputs.block_indexed_store`), the output holds the slots of the
+    grid as written and no more: the knob never exceeds the cap, and goes below it only
+    where the folder compares that output by its total (``compare = "sum"`` or verify(),
+    ``compared_by_total``) and its elements are floating (the sum skips the unwritten,
+    poisoned slots; integer slots all count); otherwise the number of per-block outputs
+    would change, and the knob is refused."""
     loops = stride_loops(plan)
     if not loops or not all(lp.grid_stride for lp in loops) or len(plan.grid) != 1:
         return
@@ -36,15 +48,51 @@ def apply_grid_cap(plan: Plan) -> None:
     if capped is None:
         plan.note("GRID_BLOCKS", False, "the grid of the grid-stride kernel has no literal cap")
         return
-    plan.grid[0], value = capped
+    rule, value = capped
+    store = block_indexed_store(plan, "x")
+    spec: dict[str, object] = {"kind": "pow2", "min": max(32, value // 16),
+                               "max": value * 8, "default": value,
+                               "description": f"most blocks launched (as written: {value})"}
+    why = "every loop is grid-stride (steps by gridDim.x): any grid size covers the data"
+    if store is not None:
+        refusal = _per_block_refusal(plan, store, compared_by_total)
+        if refusal is not None:
+            plan.note("GRID_BLOCKS", False, f"`{text(store.node)}` {refusal}", store.node)
+            return
+        spec = {"kind": "choice", "values": grid_values(value), "default": value,
+                "description": f"most blocks launched (as written: {value}, the slots of "
+                               f"`{store.array}`)"}
+        plan.constrain(f"GRID_BLOCKS <= {value}")
+        why += (f"; at most {value}, the grid as written: `{text(store.node)}` writes one "
+                f"slot a block and `{store.array}` holds that grid's slots, no more; fewer "
+                f"blocks write fewer slots, which the folder's sum of `{store.array}` allows")
+    plan.grid[0] = rule
     plan.helper("static_assert(GRID_BLOCKS >= 1, \"GRID_BLOCKS caps the grid (launch rule); "
                 "the grid-stride loops cover any grid\");")
-    plan.add_param("GRID_BLOCKS", {"kind": "pow2", "min": max(32, value // 16),
-                                   "max": value * 8, "default": value,
-                                   "description": f"most blocks launched (as written: {value})"},
-                   f"{plan.source.line_of(plan.body)}: grid cap {value}")
-    plan.note("GRID_BLOCKS", True, "every loop is grid-stride (steps by gridDim.x): any grid "
-              "size covers the data")
+    plan.add_param("GRID_BLOCKS", spec, f"{plan.source.line_of(plan.body)}: grid cap {value}")
+    plan.note("GRID_BLOCKS", True, why, store.node if store is not None else None)
+
+
+def _per_block_refusal(plan: Plan, store: BlockStore,
+                       compared_by_total: Collection[str] | None) -> str | None:
+    """Why a block count below the as-written cap would be wrong for ``store``'s output
+    (the reason, after the store's text), or None where the folder compares it by a sum
+    of floating slots."""
+    if compared_by_total is None or store.array not in compared_by_total:
+        return (f"stores at an index that grows with blockIdx.x and the folder compares "
+                f"`{store.array}` element by element: another block count would change the "
+                "number of per-block outputs (more would write past the slots the grid as "
+                "written fills), so the grid stays as written")
+    base = next(p.base_type for p in plan.kernel.pointer_params if p.name == store.array)
+    if base not in _FLOATING:
+        return (f"stores at an index that grows with blockIdx.x into `{store.array}` of "
+                f"{base}, compared by its sum over every slot (integer slots have no unwritten "
+                "mark): fewer blocks would leave slots unwritten, so the grid stays as written")
+    return None
+
+
+#: Element types whose unwritten (poisoned) slots a sum comparison skips.
+_FLOATING = frozenset({"float", "double", "half", "__half", "__nv_bfloat16", "nv_bfloat16"})
 
 
 def apply_wrap_items(plan: Plan, done_dims: set[str]) -> None:
