@@ -91,9 +91,20 @@ def derived_macros(source: CudaSource, known: Mapping[str, int]) -> dict[str, in
 _INT_TOKEN = re.compile(r"\s*(?:(0[xX][0-9a-fA-F]+|\d+)[uUlL]*|([A-Za-z_]\w*)|(.))")
 
 
+#: A cast to an integer type of 32 bits or more (``(unsigned int)``, ``(size_t)``): the
+#: binding an inlined helper's template argument gets (``#define N ((unsigned int)(kBlock))``,
+#: :mod:`.inline_bind`); read only where the value it casts fits 0 .. 2^31 - 1.
+_WIDE_CAST = re.compile(r"\(\s*(?:(?:unsigned|signed|int|long|size_t)\s*)+\)")
+
+
 def _int_expression(raw: str, names: Mapping[str, int]) -> int | None:
-    """The value of ``raw`` (+ - * / and parentheses over integer literals and ``names``),
-    else None: a small recursive-descent reader, nothing is evaluated by Python."""
+    """The value of ``raw`` (+ - * / and parentheses over integer literals and ``names``,
+    wide integral casts), else None: a small recursive-descent reader, nothing is evaluated
+    by Python."""
+    uncast = _WIDE_CAST.sub(" ", raw)
+    if uncast != raw:
+        value = _int_expression(uncast, names)
+        return value if value is not None and 0 <= value < 2 ** 31 else None
     tokens: list[int | str] = []
     pos = 0
     while pos < len(raw.rstrip()):
