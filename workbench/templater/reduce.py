@@ -24,12 +24,21 @@ Recognised on the parse, whatever the spelling, as the body's top-level statemen
 * the last statement: thread 0 stores the block's result, ``out[blockIdx.x] = buf[0]`` (one
   partial per block) or ``atomicAdd(out, buf[0])`` (atomicMax / atomicMin for max / min).
 
+A block stage written as a helper (``float total = block_sum<256>(sum);``, its shared array
+sized by the template argument) is read once inlined (:func:`.semantic.lift_kernel` tries
+that reading where it lifts more): its ``__shared__`` declaration then stands after the loop
+(skipped: where a declaration with no value stands changes nothing) and ``buf[0]`` comes
+back through a local that thread 0's store alone reads (``T total = buf[0]; if (tid == 0)
+out[blockIdx.x] = total;``).
+
 Each transform keeps every config correct:
 
 * GRID_BLOCKS: blocks launched where the grid is a literal L or a ``min(X, L)`` cap. For
   partial outputs the buffer holds the as-written grid's slots, so ``GRID_BLOCKS <= L`` and
   block 0 writes the operator's identity into the slots of blocks not launched (the host's
-  sum, or max, of all slots stays right). The identity must be known for the type.
+  sum, or max, of all slots stays right). The identity must be known for the type. The
+  grid is the one written (not scaled by the block size), so BLOCK_THREADS leaves the
+  number of partials as it is (``lift_block(keeps_grid=True)``).
 * VEC / ITEMS_PER_THREAD: the loop reads ``VEC``-wide vectors of every array it indexes by
   ``i`` alone (kernel pointers the kernel never writes; ``VEC * bytes <= 16``), the
   ``n % VEC`` elements after the last whole vector one per thread; ``ITEMS_PER_THREAD``

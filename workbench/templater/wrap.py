@@ -1,4 +1,5 @@
-"""Work per block without vectorizing: the grid cap of grid-stride kernels (GRID_BLOCKS) and
+"""Work per block without vectorizing: the grid cap of grid-stride kernels (GRID_BLOCKS: at
+most the cap as written where a store's index grows with blockIdx.x, :func:`apply_grid_cap`) and
 items per thread by wrapping the code after ``v = ... blockIdx.d * B + threadIdx.d ...`` in
 a loop over items (``ITEMS_<dim>``), with early returns turned into ``continue``. A name
 declared before the index that the items assign (a parameter advanced to the item's row) is
