@@ -15,9 +15,9 @@ partial a block (``partial[blockIdx.x] = total``), the block's sum in a template
   reduction family reads the stage with its array declared after the loop and its result
   handed back through a local thread 0's store alone reads (reduce_match._plain_tail); the
   family launches the grid as written whatever the block size, so the per-block store keeps
-  its count (block.lift_block's ``keeps_grid``), and every use of the macro equal to the
-  block size must follow it (the shared extent the thread indexes, the tree's ``BLOCK / 2``)
-  or BLOCK_THREADS is refused with the line.
+  its count (block.lift_block's ``keeps_grid``); the shared extent the thread indexes and
+  the tree's ``BLOCK / 2`` follow the block, and the macro itself reads BLOCK_THREADS
+  (macros.lift_macros), so every use of the template argument follows.
 
 Host (g++): the lift against the kernel as written (the total of the partials, exactly:
 half-integer terms) at the default, mixes and each knob's ends, at the check shape (12301,
@@ -199,9 +199,11 @@ def test_a_grid_stride_store_at_the_index_keeps_the_wide_cap() -> None:
     assert spec is not None and spec["kind"] == "pow2" and spec["max"] == 8192, notes
 
 
-def test_a_stray_use_of_the_block_macro_refuses_the_block_size() -> None:
-    """The helper's template argument read where no use follows the block (a loop over the
-    first BLOCK / 4 threads' slots): BLOCK_THREADS is refused with the line."""
+def test_every_use_of_the_helpers_block_macro_follows_the_block_size() -> None:
+    """The helper's template argument (``#define BLOCK 256`` once inlined) read elsewhere too
+    (a loop over every BLOCK / 4-th slot): where BLOCK_THREADS lifts, the #define reads it,
+    so each use follows the block (none keeps 256); else it is refused with the line. The
+    grid stays within the 1024 slots either way."""
     source = (SET.root / KERNEL / "baseline.cu").read_text().replace(
         "    return buf[0];", "    float first = 0.0f;\n"
         "    for (int q = 0; q < 4; ++q) first += buf[q * (BLOCK / 4)];\n"
@@ -209,7 +211,14 @@ def test_a_stray_use_of_the_block_macro_refuses_the_block_size() -> None:
     lifted = lift_kernel(source, entry=KERNEL, grid=["min(ceil_div(n, 256), 1024)"],
                          block=["256"], scalars={"n": "n"},
                          compared_by_total=frozenset({"partial"}))
-    assert "BLOCK_THREADS" not in {p.name for p in lifted.params}, lifted.notes
+    knobs = {p.name: p.spec for p in lifted.params}
+    if "BLOCK_THREADS" in knobs:  # the #define follows: no use keeps 256
+        assert "#define BLOCK BLOCK_THREADS" in lifted.source, lifted.source
+        assert "#define BLOCK 256" not in lifted.source
+    else:  # the stage is no longer the family's: refused with the line, as written
+        assert any(n.startswith("BLOCK_THREADS: not applied:") for n in lifted.notes)
+    grid = knobs["GRID_BLOCKS"]
+    assert max(grid["values"]) == 1024, grid
 
 
 # -- host ------------------------------------------------------------------------------------

@@ -205,9 +205,9 @@ def lift_block(plan: Plan, keeps_grid: bool = False) -> dict[str, str]:
     ``keeps_grid``: the caller launches the grid as written whatever the block size (the
     reduction family's grid-stride loop covers any grid: :func:`.reduce_rewrite.
     lift_grid_blocks`), so a store of one element a block (``partial[blockIdx.x]``) keeps
-    its count and does not refuse the lift; a macro equal to the block size that the lift
-    leaves behind (``#define BLOCK 256`` a helper's template argument gave, read where no
-    use follows the block) still does."""
+    its count and does not refuse the lift. A macro equal to the block size (``#define
+    BLOCK 256``, an inlined helper's template argument) whose uses follow the block is made
+    to read BLOCK_THREADS by :func:`.macros.lift_macros`, so all its uses follow."""
     sizes = {DIMS[i]: literal(b) for i, b in enumerate(plan.block)}
     multi = sum(1 for s in sizes.values() if s is not None and s > 1) > 1 or len(plan.block) > 1
     lifted: dict[str, str] = {}
@@ -265,8 +265,6 @@ def lift_block(plan: Plan, keeps_grid: bool = False) -> dict[str, str]:
             continue
         wrong = unfollowed(plan, dim, plan.grid[i], size) \
             if i < len(plan.grid) and i not in crossed and not keeps_grid else None
-        if wrong is None and keeps_grid:
-            wrong = _stray_macro(plan, size, uses + halves + claimed)
         if wrong is not None:
             plan.note(name, False, f"`{_context(wrong[0])}` {wrong[1]}, so it stays as written",
                       wrong[0])
@@ -480,21 +478,6 @@ def _unread_tree_start(plan: Plan, size: int, claimed: list[Node]) -> Node | Non
                 if lit.type == "number_literal" and int_value(lit) in (size, size // 2) and \
                         (lit.start_byte, lit.end_byte) not in spans:
                     return lit
-    return None
-
-
-def _stray_macro(plan: Plan, size: int, taken: list[Node]) -> tuple[Node, str] | None:
-    """A use of an integer macro equal to the block size (``BLOCK``) that the lift would
-    leave as written, and why; None where every one follows the block."""
-    names = _block_macros(size)
-    spans = {(n.start_byte, n.end_byte) for n in taken}
-    for n in walk(plan.body):
-        if n.type == "identifier" and text(n) in names and \
-                (n.start_byte, n.end_byte) not in spans and \
-                not (n.parent is not None and (n.parent.start_byte, n.parent.end_byte) in spans):
-            return n, (f"reads `{text(n)}` (= {size}, the block size) where the lift does not "
-                       "read it as the block size (a shared extent the thread indexes, a tree's "
-                       "start): it would not follow the block")
     return None
 
 
