@@ -39,3 +39,11 @@ def test_a_macro_defined_twice_or_known_is_left_out() -> None:
     assert _derived(src, {"K": 9}) == {}
     # a literal macro (known to the caller) keeps the caller's value
     assert _derived("#define K (9)\n", {"K": 9}) == {}
+
+
+def test_a_wide_integral_cast_reads_through_when_the_value_fits() -> None:
+    # the binding an inlined helper's template argument gets from a constexpr one
+    src = ("#define N ((unsigned int)(kBlock))\n#define M ((size_t)(N) * 2)\n"
+           "#define NEG ((unsigned)(0 - 1))\n#define NARROW ((unsigned char)(300))\n")
+    got = _derived(src, {"kBlock": 256})
+    assert got == {"N": 256, "M": 512}  # a negative cast to unsigned, a narrow cast: not read

@@ -67,7 +67,7 @@ SPELLED: dict[str, tuple[frozenset[str], dict[str, int]]] = {
     "huber_shuffle_by_hand": (KNOBS, {"BLOCK_THREADS": 96, "GRID_BLOCKS": 116, "VEC": 2,
                                       "ITEMS_PER_THREAD": 4, "FINAL": 0}),
     # a constexpr block size as the helper's unsigned template argument (``#define N
-    # ((unsigned int)(kBlock))`` once inlined: macros.alias_macros reads it as 256)
+    # ((unsigned int)(kBlock))`` once inlined: macros.derived_macros reads it as 256)
     "huber_constexpr_helper_ptr": (KNOBS, {"BLOCK_THREADS": 64, "GRID_BLOCKS": 58, "VEC": 4,
                                            "ITEMS_PER_THREAD": 2, "FINAL": 1}),
 }
