@@ -42,12 +42,14 @@ CONV = held_back_unseen25.SET.root / "nhwc_conv5x5_c3to4"
 SPELLINGS = Path(__file__).resolve().parent / "spellings_s33_conv"
 KNOBS = {"BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM", "STORE_VEC"}
 #: the corpus kernel and its respellings, with the knobs each lifts (the flat weights are
-#: one array read at one element a time: CONST_VIA offers them from shared memory too)
+#: read at a warp-uniform index, `(c * TAPS * TAPS + t) * NIN` with TAPS the macro
+#: `(2 * RADIUS + 1)` read as 5 (macros.derived_macros): constant memory broadcasts them, so
+#: CONST_VIA is not offered)
 #: USE_SMEM where the reads go through a helper taking the position (gather_stage); the
 #: ternary spelling reads in[] in the kernel's own body: refused, with the line (a gap)
 NAMES = {"nhwc_conv5x5_c3to4": KNOBS | {"USE_SMEM"},
          "nhwc_conv5x5_c3to4_ternary_int": KNOBS,
-         "nhwc_conv5x5_c3to4_float3_flat": KNOBS | {"CONST_VIA", "USE_SMEM"}}
+         "nhwc_conv5x5_c3to4_float3_flat": KNOBS | {"USE_SMEM"}}
 MIXES = [{"STORE_VEC": 1},
          {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "STORE_VEC": 1},
          {"BLOCK_X": 64, "BLOCK_Y": 2, "ITEMS_PER_THREAD": 2, "UNROLL": 1, "STORE_VEC": 1},

@@ -50,20 +50,13 @@ from workbench.templater.analysis import (
 from workbench.templater.item_state import trip_count
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
+from workbench.templater.vector_access import Illegal
 
 NAME = "STORE_VEC"
 #: element type -> {lanes: vector type}
 _VECTORS = {"float": {2: "float2", 4: "float4"}, "int": {2: "int2", 4: "int4"},
             "unsigned": {2: "uint2", 4: "uint4"}, "unsigned int": {2: "uint2", 4: "uint4"},
             "double": {2: "double2"}}
-
-
-class _Refused(Exception):
-    """Why a candidate store loop is not vectorized, and where."""
-
-    def __init__(self, reason: str, node: Node) -> None:
-        super().__init__(reason)
-        self.reason, self.node = reason, node
 
 
 @dataclass(frozen=True)
@@ -86,7 +79,7 @@ def apply_store_vec(plan: Plan) -> bool:
     for loop in walk(plan.body):
         try:
             run = _store_run(plan, loop)
-        except _Refused as exc:
+        except Illegal as exc:
             plan.note(NAME, False, exc.reason, exc.node)
             continue
         if run is not None:
@@ -121,7 +114,7 @@ def _vector_store(rw: Rewriter, run: StoreRun) -> str:
 
 def _store_run(plan: Plan, loop: Node) -> StoreRun | None:
     """The loop's store run; None where the loop is no candidate (not a constant-trip loop
-    whose one statement stores through a pointer at its counter); _Refused where it is one
+    whose one statement stores through a pointer at its counter); Illegal where it is one
     the analysis cannot show legal."""
     if loop.type != "for_statement":
         return None
@@ -155,21 +148,21 @@ def _store_run(plan: Plan, loop: Node) -> StoreRun | None:
     if base is None:
         return None  # a local array or a pointer of no parameter: not a buffer's store
     if int_value(start) != 0:
-        raise _Refused(f"the loop at line {line(loop)} starts at {text(start)}, not 0: its "
+        raise Illegal(f"the loop at line {line(loop)} starts at {text(start)}, not 0: its "
                        "first store's place is not shown aligned", loop)
     vector = _VECTORS.get(elem, {}).get(trips)
     if vector is None:
-        raise _Refused(f"{trips} stores of {elem} have no vector type (2 or 4 of a 4-byte "
+        raise Illegal(f"{trips} stores of {elem} have no vector type (2 or 4 of a 4-byte "
                        "element, 2 of an 8-byte one)", loop)
     if added_once(index, counter) is None:
-        raise _Refused(f"`{text(index)}` is not `{counter}` plus terms free of it", index)
+        raise Illegal(f"`{text(index)}` is not `{counter}` plus terms free of it", index)
     if offset:
         _aligned(offset, trips, base)
     rest = [(s, t) for s, t in terms(index) if text(t) != counter]
     _aligned(rest, trips, index)
     _pure_value(plan, value, counter)
     if any(n.type == "field_identifier" and text(n) == counter for n in walk(assign)):
-        raise _Refused(f"a member named `{counter}` beside the counter", assign)
+        raise Illegal(f"a member named `{counter}` beside the counter", assign)
     return StoreRun(loop, counter, trips, vector, stmt, target, value)
 
 
@@ -191,20 +184,20 @@ def _base_pointer(plan: Plan, pointer: Node
     if d is None or not d.is_pointer or d.value is None:
         return None, "", []
     if d.assigned:
-        raise _Refused(f"the pointer `{name}` is assigned after its declaration", d.decl)
+        raise Illegal(f"the pointer `{name}` is assigned after its declaration", d.decl)
     offset, base = _offset_terms(d.value)
     try:
         bparam = plan.kernel.param(text(base)) if base is not None else None
     except KeyError:
         bparam = None
     if bparam is None or not bparam.is_pointer or bparam.is_const:
-        raise _Refused(f"`{name}` = `{text(d.value)[:60]}` is not a kernel buffer parameter "
+        raise Illegal(f"`{name}` = `{text(d.value)[:60]}` is not a kernel buffer parameter "
                        "plus an offset (the store's alignment is not shown)", d.decl)
     declared = text(d.decl).split(name)[0]
     elem = " ".join(w for w in re.sub(r"[*&]", " ", declared).split()
                     if w not in ("const", "__restrict__", "volatile"))
     if elem != bparam.base_type:
-        raise _Refused(f"`{name}` points to {elem}, its buffer holds {bparam.base_type}", d.decl)
+        raise Illegal(f"`{name}` points to {elem}, its buffer holds {bparam.base_type}", d.decl)
     return d.decl, elem, offset
 
 
@@ -230,7 +223,7 @@ def _aligned(rest: list[tuple[int, Node]], lanes: int, where: Node) -> None:
     for _sign, term in rest:
         if not any((v := int_value(f)) is not None and lanes and v % lanes == 0
                    for f in factors(term)):
-            raise _Refused(f"the term `{text(term)[:60]}` is not shown a multiple of {lanes} "
+            raise Illegal(f"the term `{text(term)[:60]}` is not shown a multiple of {lanes} "
                            "elements (the vector store's alignment)", where)
 
 
@@ -238,10 +231,10 @@ def _pure_value(plan: Plan, value: Node, counter: str) -> None:
     """V reads no memory through a pointer, calls nothing, assigns nothing."""
     for n in walk(value):
         if n.type in ("call_expression", "assignment_expression", "update_expression"):
-            raise _Refused(f"the value `{text(value)[:60]}` has `{text(n)[:40]}` (each trip's "
+            raise Illegal(f"the value `{text(value)[:60]}` has `{text(n)[:40]}` (each trip's "
                            "value is not shown the first trip's)", value)
         if n.type == "pointer_expression" or (n.type == "identifier" and (
                 plan.pointer(text(n)) or ((d := plan.facts.defs.get(text(n))) is not None
                                           and d.is_pointer))):
-            raise _Refused(f"the value `{text(value)[:60]}` reads memory through a pointer "
+            raise Illegal(f"the value `{text(value)[:60]}` reads memory through a pointer "
                            "(the stores may change it)", value)
