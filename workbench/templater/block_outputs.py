@@ -70,6 +70,7 @@ class BlockStore:
 
     node: Node
     array: str
+    reads: frozenset[str]  # the built-ins its index reads (:func:`_builtins`)
 
 
 def block_indexed_store(plan: Plan, dim: str) -> BlockStore | None:
@@ -96,7 +97,7 @@ def block_indexed_store(plan: Plan, dim: str) -> BlockStore | None:
             continue
         read = _builtins(plan, target.child_by_field_name("indices") or target, 0)
         if f"blockIdx.{dim}" in read:
-            return BlockStore(n, array)
+            return BlockStore(n, array, frozenset(read))
     return None
 
 
@@ -122,9 +123,20 @@ def _builtins(plan: Plan, node: Node, depth: int) -> set[str]:
 def unfollowed_offset(plan: Plan, dim: str, size: int) -> Node | None:
     """The first block offset by the block's size (``blockIdx.dim * blockDim.dim``, or
     ``blockIdx.dim * size`` as written) where ``gridDim.dim`` is never read; None otherwise.
-    The caller has found that the grid's rule along ``dim`` does not divide by ``size``."""
+    The caller has found that the grid's rule along ``dim`` does not divide by ``size``.
+    A kernel that reads ``gridDim`` (a grid-stride walk covers its data at any grid) is
+    still refused at a store one element a thread of the launch outside the walk
+    (``partial[g] = s`` with ``g = blockIdx.x * blockDim.x + threadIdx.x``, a ``for`` loop
+    stepping by ``gridDim``): under that fixed grid the launch's thread count, and so the
+    elements written, follow the block size."""
     if any(builtin(n, "gridDim") == dim for n in walk(plan.body)):
-        return None
+        if not any(builtin(g, "gridDim") == dim for n in walk(plan.body)
+                   if n.type == "for_statement" and (step := n.child_by_field_name("update"))
+                   for g in walk(step)):
+            return None  # gridDim flattens the grid into an index: no walk (a rule follows)
+        store = block_indexed_store(plan, dim)
+        return store.node if store is not None and f"threadIdx.{dim}" in store.reads \
+            else None
     for n in walk(plan.body):
         parts = binary(n)
         if parts is None or parts[1] != "*":
