@@ -49,8 +49,7 @@ from workbench.templater.analysis import (
     write_target,
 )
 from workbench.templater.plan import Plan
-from workbench.templater.reduce_rewrite import c_rule
-from workbench.templater.rules import literal, scale_divisor
+from workbench.templater.rules import literal, rule_in_c, scale_divisor
 from workbench.templater.vector import Illegal
 
 NAME = "CHUNKS"
@@ -250,7 +249,7 @@ def lift_chunks(plan: Plan, compared_by_total: Collection[str] | None) -> bool:
                           "by their total (compare = \"sum\" or a verify()): fewer blocks "
                           "move the partials", plan.body)
         names = {v: k for k, v in plan.scalars.items() if v.isidentifier()}
-        slots = c_rule(written, names)
+        slots = rule_in_c(written, names)
         if slots is None:
             raise Illegal(f"the slot count `{written}` is not arithmetic over kernel "
                           "arguments", plan.body)

@@ -7,9 +7,6 @@ it could not (what each knob means and why every config stays correct is in
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Mapping
-
 from tree_sitter import Node
 
 from workbench.core.hardware import DEVICES
@@ -19,7 +16,7 @@ from workbench.templater.reduce_dp4a import Dp4a, find_dp4a, packed_step
 from workbench.templater.reduce_match import block_size
 from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
 from workbench.templater.reduce_tail import ATOMICS
-from workbench.templater.rules import literal, min_cap
+from workbench.templater.rules import literal, min_cap, rule_in_c
 from workbench.templater.stencil import ldg_call
 from workbench.templater.vector import VEC_STRUCT
 
@@ -29,36 +26,6 @@ def grid_values(cap: int) -> list[int]:
     sms = {d.num_sms for d in DEVICES.values()}
     values = {cap * k // 8 for k in range(1, 9)} | {s * k for s in sms for k in (1, 2, 4)}
     return sorted(v for v in values if 1 <= v <= cap)
-
-
-def c_rule(rule: str, names: Mapping[str, str]) -> str | None:
-    """A launch rule as CUDA integer arithmetic over kernel scalars, or None."""
-    try:
-        tree = ast.parse(rule, mode="eval").body
-    except SyntaxError:
-        return None
-
-    def c(n: ast.expr) -> str | None:
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return str(n.value)
-        if isinstance(n, ast.Name):
-            return names.get(n.id)
-        if isinstance(n, ast.BinOp) and type(n.op) in (ast.Add, ast.Sub, ast.Mult,
-                                                       ast.FloorDiv):
-            a, b = c(n.left), c(n.right)
-            sym = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "/"}[type(n.op)]
-            return None if a is None or b is None else f"({a} {sym} {b})"
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and len(n.args) == 2:
-            a, b = c(n.args[0]), c(n.args[1])
-            if a is None or b is None:
-                return None
-            if n.func.id == "ceil_div":
-                return f"(({a} + {b} - 1) / {b})"
-            if n.func.id == "min":
-                return f"({a} < {b} ? {a} : {b})"
-        return None
-
-    return c(tree)
 
 
 def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
@@ -76,7 +43,7 @@ def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
         plan.grid[0], cap = capped
         # the scalars by the shape expression they are launched with, for the slot count
         names = {v: k for k, v in plan.scalars.items() if v.isidentifier()}
-        count = c_rule(written, names)
+        count = rule_in_c(written, names)
     else:
         plan.grid[0] = "GRID_BLOCKS"
     if not red.atomic:
