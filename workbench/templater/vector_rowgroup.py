@@ -28,7 +28,16 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
-from workbench.templater.analysis import binary, int_value, strip, text, walk, writer
+from workbench.templater.analysis import (
+    binary,
+    int_value,
+    strip,
+    text,
+    unparenthesized,
+    walk,
+    writer,
+)
+from workbench.templater.inline_bind import written
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.vector_access import Access, elem_bytes, elem_type
@@ -117,7 +126,7 @@ class _Reading:
         lane), 1 (one more a lane), None (not shown either)."""
         if depth > 12:
             return None
-        node = _unparen(node)
+        node = unparenthesized(node)
         kind = node.type
         if kind == "cast_expression":
             inner = node.child_by_field_name("value")
@@ -165,7 +174,7 @@ class _Reading:
         if d is None:
             try:
                 return 0 if self.plan.kernel.param(name).is_scalar and \
-                    not _assigned(self.plan.body, name) else None
+                    not written(self.plan.body, name) else None
             except KeyError:
                 return 0 if int_value(node) is not None else None
         if d.assigned or d.value is None or d.is_shared or d.is_pointer:
@@ -213,7 +222,7 @@ class _Reading:
                 continue
             try:
                 if not self.plan.kernel.param(text(n)).is_scalar or \
-                        _assigned(self.plan.body, text(n)):
+                        written(self.plan.body, text(n)):
                     return False
             except KeyError:
                 if int_value(n) is None:
@@ -251,22 +260,11 @@ class _Reading:
         return True
 
 
-def _unparen(node: Node) -> Node:
-    while node.type == "parenthesized_expression" and node.named_child_count == 1:
-        node = node.named_children[0]
-    return node
-
-
-def _assigned(body: Node, name: str) -> bool:
-    return any(n.type == "identifier" and text(n) == name and writer(n, address=True)
-               is not None for n in walk(body))
-
-
 def read_only_pointer(plan: Plan, name: str) -> bool:
     """``name`` is a pointer parameter the kernel never writes through, steps or assigns:
     a read of it at one index is the same value in every lane."""
     if not plan.pointer(name) or plan.facts.defs.get(name) is not None or \
-            _assigned(plan.body, name):
+            written(plan.body, name):
         return False
     for n in walk(plan.body):
         if n.type == "subscript_expression" and writer(n, address=True) is not None:
