@@ -4,7 +4,6 @@ strided by the block, one flat loop over the tile's elements)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +21,7 @@ from workbench.templater.analysis import (
     write_target,
 )
 from workbench.templater.conv_reads import unmovable_call
+from workbench.templater.macros import macro_texts
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, render, single_assignment_values
 from workbench.templater.rules import literal
@@ -59,11 +59,7 @@ def expression_macros(root: Node, *, divide: bool = False) -> dict[str, Node]:
     integer expression of literals and other such macros (``#define WIN (BS + 2 * R)``):
     a tile's extent read as the number it is. ``divide``: exact divisions of constants
     count too (``#define PAIRS (DIM / 2)``, read by :func:`.stencil.poly_of` alike)."""
-    raw: dict[str, list[str]] = {}
-    for n in walk(root):
-        name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
-        if n.type == "preproc_def" and name is not None and value is not None:
-            raw.setdefault(text(name), []).append(_COMMENT.sub(" ", text(value)).strip())
+    raw = macro_texts(root)
     once = tuple(sorted((k, v[0]) for k, v in raw.items() if len(v) == 1 and v[0]))
     parsed = dict(_parsed(once)) if once else {}
     return {k: v for k, v in parsed.items()
@@ -81,9 +77,6 @@ def _parsed(macros: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Node], ...]
                 d.parent.parent.type == "translation_unit" and not value.has_error:
             out.append((text(d.child_by_field_name("declarator")), value))
     return tuple(out)
-
-
-_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ from workbench.templater.conv_refill import (
     refill_refusal,
     wrapped_live,
 )
-from workbench.templater.macros import integer_macros
+from workbench.templater.macros import integer_macros, macro_texts
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
     _ELEM,
@@ -317,11 +317,7 @@ def _compile_time_defs(plan: Plan) -> dict[str, str]:
     :func:`~.reduce_consts.spell_members`): the names a window's bounds may be written
     with."""
     root = plan.source.tree.root_node
-    # (a macro's value without its trailing comment: `#define KR 2  // filter radius`)
-    defs = {text(n.child_by_field_name("name")):
-            re.sub(r"//.*|/\*.*?\*/", "", text(n.child_by_field_name("value"))).strip()
-            for n in walk(root)
-            if n.type == "preproc_def" and n.child_by_field_name("value") is not None}
+    defs = {name: texts[-1] for name, texts in macro_texts(root).items()}
     for n in root.children:
         if n.type != "declaration" or "constexpr" not in {text(c) for c in n.children}:
             continue

@@ -40,6 +40,17 @@ class IntegerMacro:
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
+def macro_texts(root: Node) -> dict[str, list[str]]:
+    """Each object-like macro's name -> the texts it is defined with (one a ``#define``, in
+    file order), comments dropped (``#define KR 2  // filter radius`` is ``2``)."""
+    out: dict[str, list[str]] = {}
+    for node in walk(root):
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if node.type == "preproc_def" and name is not None and value is not None:
+            out.setdefault(text(name), []).append(_COMMENT.sub(" ", text(value)).strip())
+    return out
+
+
 def macro_integer(raw: str) -> int | None:
     """The integer a macro's text spells (``256``, ``(64u)``, ``264  // blocks``), or None."""
     body = _COMMENT.sub(" ", raw).strip()
@@ -71,11 +82,7 @@ def derived_macros(source: CudaSource, known: Mapping[str, int]) -> dict[str, in
     -> their values, for reading only: such a macro is never lifted (:func:`lift_macros`
     lifts literal ones), so it keeps following the names it is written in. C's ``/`` on
     operands that are not negative; a macro defined twice is left out."""
-    texts: dict[str, list[str]] = {}
-    for node in walk(source.tree.root_node):
-        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        if node.type == "preproc_def" and name is not None and value is not None:
-            texts.setdefault(text(name), []).append(_COMMENT.sub(" ", text(value)).strip())
+    texts = macro_texts(source.tree.root_node)
     pending = {k: v[0] for k, v in texts.items() if len(v) == 1 and k not in known}
     values = dict(known)
     out: dict[str, int] = {}
