@@ -71,6 +71,23 @@ def flat_windows(current: InlinedSource, entry: str | None) -> InlinedSource:
     return current.edited(edits) if edits else current
 
 
+def flat_rows(current: InlinedSource, entry: str | None, names: set[str]) -> InlinedSource:
+    """``current`` with each flat shared array of ``entry`` named in ``names`` written as a
+    2-D array wherever every access has one row stride (the rewrite of :func:`flat_windows`,
+    without its window test: the caller knows the arrays are row-major tiles, as the parts
+    of a carved ``extern __shared__`` buffer (:mod:`.shared_carves`) are); unchanged where
+    an access has none."""
+    body = entry_body(current, entry)
+    if body is None:
+        return current
+    edits: list[tuple[int, int, str]] = []
+    taken = {text(n) for n in walk(body) if n.type == "identifier"}
+    for decl, name, extent in _flat_shared(body):
+        if name in names:
+            edits += _window_edits(body, decl, name, extent, {}, taken, window=False) or []
+    return current.edited(edits) if edits else current
+
+
 def _flat_shared(body: Node) -> list[tuple[Node, str, Node]]:
     """The ``__shared__`` one-extent arrays of ``body`` whose extent is a product."""
     out = []
@@ -89,8 +106,11 @@ def _flat_shared(body: Node) -> list[tuple[Node, str, Node]]:
 
 
 def _window_edits(body: Node, decl: Node, name: str, extent: Node,
-                  values: dict[str, Node], taken: set[str]) -> list[tuple[int, int, str]] | None:
-    """The edits that make ``name[extent]`` a 2-D window, or None when it is not one."""
+                  values: dict[str, Node], taken: set[str],
+                  window: bool = True) -> list[tuple[int, int, str]] | None:
+    """The edits that make ``name[extent]`` a 2-D window, or None when it is not one
+    (``window`` False: a 2-D array whenever every access that is a row has one stride, and
+    at least one is)."""
     uses = [n for n in walk(body) if n.type == "identifier" and text(n) == name
             and not _declares(n, decl)]
     subs = [n.parent for n in uses]
@@ -112,9 +132,9 @@ def _window_edits(body: Node, decl: Node, name: str, extent: Node,
                 rows[s.start_byte] = row
                 strides.add(k)
                 break
-    if len(strides) != 1 or not any(
+    if len(strides) != 1 or (window and not any(
             _reads(s) and _mentions(r.row, "y", values) and any(_mentions(t, "x", values) for t in r.col_terms)
-            for s in subs if s is not None and (r := rows.get(s.start_byte)) is not None):
+            for s in subs if s is not None and (r := rows.get(s.start_byte)) is not None)):
         return None
     k = strides.pop()
     count, stride = (factors[2], factors[0]) if k == 0 else (factors[0], factors[2])

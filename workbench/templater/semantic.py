@@ -90,6 +90,7 @@ from workbench.templater.row_blocks import apply_row_blocks
 from workbench.templater.scan import lift_scan
 from workbench.templater.scoped_names import scoped_names
 from workbench.templater.select_stores import select_stores
+from workbench.templater.shared_carves import static_carves
 from workbench.templater.slot_arrays import slot_arrays
 from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
@@ -159,6 +160,8 @@ def _lift_spelled(source_text: str, entry: str | None, grid: Sequence[str],
     structs so changes the source the families read."""
     # block.sync(), tile.shfl_down(v, 16) as built-ins; then a body in a __device__ function
     inlined = inlined_after_groups(source_text, entry, file, block, block_stages=stages)
+    # extern __shared__ float s[]; float *sa = s, *sb = s + T * (T + 1): static sa[..], sb[..]
+    inlined, smem_bytes = static_carves(inlined, entry, smem_bytes)
     inlined = split_points(inlined, entry)  # int x = .., y = ..; one declaration per index
     inlined = split_reassigned(inlined, entry)  # col = a; ..col..; col = b; ..: col, col_2
     inlined = late_inits(inlined, entry)  # int tx; .. tx = threadIdx.x; read declared so

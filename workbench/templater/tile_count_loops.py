@@ -43,14 +43,14 @@ def tile_count_loops(current: InlinedSource, entry: str | None) -> InlinedSource
         return current
     values = single_values(body)
     edits: list[tuple[int, int, str]] = []
-    with reading_constants(_constants(current)):
+    with reading_constants(file_integers(current)):
         for loop in walk(body):
             if loop.type == "for_statement":
                 edits += _rewrite(loop, values)
     return current.edited(edits) if edits else current
 
 
-def _constants(current: InlinedSource) -> dict[str, int]:
+def file_integers(current: InlinedSource) -> dict[str, int]:
     """The file's integer macros and file-scope integer constants (``constexpr int kTile =
     256;``), as the analysis reads them."""
     try:
@@ -60,17 +60,17 @@ def _constants(current: InlinedSource) -> dict[str, int]:
     found = {m.name: m.value for m in integer_macros(source).values()}
     functions = [(n.start_byte, n.end_byte) for n in walk(source.tree.root_node)
                  if n.type == "function_definition"]
-    with reading_constants(found):
-        for decl in walk(source.tree.root_node):
-            if decl.type != "declaration" or any(a <= decl.start_byte < b
-                                                 for a, b in functions) or \
-                    not {"const", "constexpr"} & set(text(decl).split()):
-                continue
-            for d in decl.children_by_field_name("declarator"):
+    for decl in walk(source.tree.root_node):
+        if decl.type != "declaration" or any(a <= decl.start_byte < b
+                                             for a, b in functions) or \
+                not {"const", "constexpr"} & set(text(decl).split()):
+            continue
+        for d in decl.children_by_field_name("declarator"):
+            with reading_constants(found):  # an earlier constant read too (kLd = kTile + 1)
                 value = int_expr_value(d.child_by_field_name("value")) \
                     if d.type == "init_declarator" else None
-                if value is not None:
-                    found[text(d.child_by_field_name("declarator"))] = value
+            if value is not None:
+                found[text(d.child_by_field_name("declarator"))] = value
     return found
 
 
