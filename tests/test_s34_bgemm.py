@@ -88,6 +88,24 @@ def test_the_carved_tiles_lift_the_register_tile(name: str, tmp_path: Path) -> N
     assert any(n.startswith("REGISTER_TILE: applied: tiled product") for n in lifted.notes)
 
 
+@pytest.mark.parametrize("edit", [
+    # the buffer declared at file scope
+    ("    extern __shared__ float smem[];\n", ""),
+    # an alignment on the buffer
+    ("extern __shared__ float smem[];", "extern __shared__ alignas(16) float smem[];"),
+])
+def test_other_declarations_of_the_buffer_lift_alike(edit: tuple[str, str],
+                                                     tmp_path: Path) -> None:
+    source = (HELD.root / KERNEL / "baseline.cu").read_text().replace(*edit)
+    if not edit[1]:
+        source = source.replace("template <int TILE>\n",
+                                "extern __shared__ float smem[];\n\ntemplate <int TILE>\n")
+    kf = respelled(HELD.root / KERNEL, tmp_path, source)
+    names, notes = _knobs(kf)
+    assert names == KNOBS, notes
+    assert any(n.startswith("SHARED_CARVE: applied") for n in notes), notes
+
+
 def _inlined(text: str) -> InlinedSource:
     """The kernel as the carve reads it: the templated body inlined at TILE = 16."""
     return inlined_after_groups(text, KERNEL, "baseline.cu", ["16", "16"])
