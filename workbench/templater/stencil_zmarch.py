@@ -78,6 +78,9 @@ from workbench.templater.stencil import (
 )
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zgrid import lift_zgrid, reads_block_z
+from workbench.templater.stencil_zrotate import analyse as rotation_of
+from workbench.templater.stencil_zrotate import carried_names
+from workbench.templater.stencil_zrotate import emit as emit_rotation
 
 Z_SPLIT = "Z_SPLIT"
 MAX_RADIUS = 4
@@ -152,6 +155,15 @@ def lift_zmarch(plan: Plan) -> bool:
     loop = _z_loop(plan)
     if loop is None:
         return False
+    carried = carried_names(plan, loop)
+    if carried:
+        def rotation() -> Callable[[], None] | None:
+            assert loop is not None
+            found = rotation_of(plan, loop, carried, _store_index)
+            interior = int_value(found.start) != 0 or found.bound.type != "identifier"
+            size = _planes(plan, found.start, found.bound, interior)
+            return lambda: emit_rotation(plan, found, size)
+        return apply_or_note(plan, Z_SPLIT, rotation)
 
     def analyse() -> Callable[[], None] | None:
         assert loop is not None
@@ -413,7 +425,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
         plan.grid[2] = zs
     else:
         plan.grid.append(zs)
-    size = _planes(plan, w)
+    size = _planes(plan, w.start, w.bound, w.interior)
     plan.add_param(zs, {"kind": "choice", "values": [1, 2, 4, 8, 16], "default": 1,
                         "description": f"chunks of the {z} walk marched by separate blocks "
                                        f"(grid z), each refilling its {slots}-plane queue (as "
@@ -429,13 +441,13 @@ def _emit(plan: Plan, w: ZWalk) -> None:
               "grid's z", w.loop)
 
 
-def _planes(plan: Plan, w: ZWalk) -> str | None:
-    """The number of planes the walk visits as a shape expression (None: not one of the
-    launch's scalars and constants)."""
-    if not w.interior:
-        return plan.scalars.get(text(w.bound))
+def _planes(plan: Plan, start: Node, bound: Node, interior: bool) -> str | None:
+    """The number of planes the walk ``start .. bound`` visits as a shape expression (None:
+    not one of the launch's scalars and constants)."""
+    if not interior:
+        return plan.scalars.get(text(bound))
     parts: list[str] = []
-    for n in walk(w.bound):
+    for n in walk(bound):
         if n.child_count:
             continue
         if n.type == "identifier":
@@ -450,7 +462,7 @@ def _planes(plan: Plan, w: ZWalk) -> str | None:
             parts.append(text(n))
         else:
             return None
-    return f"({' '.join(parts)} - {int_value(w.start)})"
+    return f"({' '.join(parts)} - {int_value(start)})"
 
 
 def _read_only(sub: Node) -> Callable[[Rewriter], str]:
