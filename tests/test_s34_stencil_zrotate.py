@@ -185,3 +185,18 @@ def test_a_call_before_the_walk_is_refused() -> None:
         "  float mid = u[col + plane];\n  atomicAdd(total, lo);\n"))
     assert "Z_SPLIT" not in knobs
     assert any("is called outside the walk" in n for n in notes), notes
+
+
+def test_a_read_of_the_output_after_the_walk_is_refused() -> None:
+    # the plane the walk stored last, read back: another block's chunk may not be done
+    knobs, notes = _lift(ROTATED.replace("    mid = hi;\n  }\n", "    mid = hi;\n  }\n"
+                                         "  out[col] = out[col + plane];\n"))
+    assert "Z_SPLIT" not in knobs
+    assert any("which the walk stores, outside it" in n for n in notes), notes
+
+
+def test_a_sum_into_memory_before_the_walk_is_refused() -> None:
+    knobs, notes = _lift(ROTATED.replace("  float mid = u[col + plane];\n",
+                                         "  float mid = u[col + plane];\n  out[col] += lo;\n"))
+    assert "Z_SPLIT" not in knobs
+    assert any("reads and writes memory outside the walk" in n for n in notes), notes

@@ -38,6 +38,10 @@ place races between threads as written). No ``break``, ``return`` or ``goto`` in
 (a chunk would stop where the next one goes on), no barrier or shared memory, no
 ``blockIdx.z`` / ``threadIdx.z`` / ``gridDim.z`` read. Anything else is refused with the
 reason and the line.
+
+A top-level walk that writes locals declared before it, each with a read of a kernel pointer
+(the planes below and at the point, rotated by hand: set 26's varcoef7_zmarch), already holds
+its queue: :mod:`.stencil_zrotate` splits it as written.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ carried register or a local of the body declared with a read at the plane above 
 order, the copies leave in ``v`` the plane ``z + 1 + d`` of its input); no ``break``,
 ``continue``, ``return`` or ``goto`` in the walk, no barrier or shared memory, no
 ``blockIdx.z``; the statements before and after the walk store only at planes outside ``LO
-.. HI - 1`` (a constant plane below ``LO`` or ``HI`` and above) and call no function but
-pure math: each block writes the same value there before the walk, and the block that ends
+.. HI - 1`` (a constant plane below ``LO`` or ``HI`` and above), read no array the kernel
+stores and call no function but pure math: each block writes the same value there before the walk, and the block that ends
 it after.
 """
 
@@ -220,14 +220,26 @@ def analyse(plan: Plan, loop: Node, names: set[str],
                           "the plane it held", loop)
     hi = polys.of(bound)
     around = [s for s in statements(plan.body) if s != loop]
+    stored = {_array(t) for n in walk(plan.body) if (t := write_target(n)) is not None
+              and t.type == "subscript_expression"}
     for s in around:
+        written = {t.start_byte for n in walk(s) if n.type == "assignment_expression" and
+                   text(n.child_by_field_name("operator")) == "=" and
+                   (t := write_target(n)) is not None}
         for n in walk(s):
+            t = write_target(n)
+            if t is not None and t.type != "identifier" and t.start_byte not in written:
+                raise Refused(f"`{text(n)}` reads and writes memory outside the walk (each "
+                              "block before it would add its own)", n)
+            if n.type == "subscript_expression" and _array(n) in stored and \
+                    n.start_byte not in written:
+                raise Refused(f"`{text(n)}` reads {_array(n)}, which the walk stores, outside "
+                              "it (another block's chunk may not have stored it yet)", n)
             fn = n.child_by_field_name("function") if n.type == "call_expression" else None
             if fn is not None and text(fn) not in PURE_CALLS:
                 raise Refused(f"`{text(n)}` is called outside the walk (run by every block "
                               "before it, or by one after it: a write there is not known to "
                               "be the same)", n)
-            t = write_target(n)
             if t is None or t.type == "identifier":
                 continue
             if t.type != "subscript_expression":
@@ -242,6 +254,10 @@ def analyse(plan: Plan, loop: Node, names: set[str],
     after = tuple(s for s in statements(plan.body) if s.start_byte >= loop.end_byte)
     return Rotation(loop, text(init.child_by_field_name("type")), start, bound,
                     tuple(carried.values()), poly_text(step), after)
+
+
+def _array(sub: Node) -> str:
+    return text(strip(sub.child_by_field_name("argument") or sub))
 
 
 def _copy(stmt: Node) -> tuple[str, str] | None:
