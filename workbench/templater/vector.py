@@ -30,7 +30,13 @@ SPAN knob of its grid ``ceil_div(n, B * VEC * ITEMS_PER_THREAD * SPAN)``. In a o
 region whose index is split by a run-time extent into a row and a column, a gather at a row
 of its own and that column (``src[idx[t / D] * D + t % D]``) loads one vector a row group
 where ``D % VEC == 0`` (:mod:`.vector_rowgroup`); only for such a region is the index
-``blockIdx.x * blockDim.x + threadIdx.x`` read as the flat one (:func:`vector_flat`).
+``blockIdx.x * blockDim.x + threadIdx.x`` read as the flat one (:func:`vector_flat`). A
+one-element region whose lanes read memory besides the streams (a gather, ``in[f(idx)]``)
+stores after every item's lanes, as the row-group reads do: the items are threads of the
+kernel as written, which run in no order, so every item's loads are in flight before any
+store where a written pointer is not ``__restrict__`` (a store the compiler cannot show
+apart from the next item's load keeps them in order: pixel_shuffle_r2, one item's loads in
+flight at ITEMS_PER_THREAD 2).
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ from workbench.templater.analysis import (
     text,
     walk,
     write_target,
+    writer,
 )
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
@@ -181,6 +188,13 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     groups = apply_row_reads(plan, region, accesses) if render is None else None
     grouped = plan.rw.edits[grouping:]
     mine = plan.rw.edits[before:]
+    # a one-element region whose lanes load at places of their own (a gather): the stores
+    # after every item's lanes, so all the items' loads are in flight together (the items
+    # are threads of the kernel as written, which run in no order); where every written
+    # pointer is __restrict__ the compiler may hoist the loads itself (left as it was)
+    gathers_first = render is None and not region.loop and \
+        any(not plan.kernel.param(w).is_restrict for w in written) and \
+        _gathers(plan, region, accesses)
 
     def make(rw: Rewriter) -> str:
         scalar = rendered_without(rw, mine, lambda: region.text(rw))
@@ -190,7 +204,8 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                               scalar=scalar if tail else None,
                               groups=None if groups is None else groups.lanes(
                                   region.text(rw), rendered_without(
-                                      rw, grouped, lambda: region.text(rw))))
+                                      rw, grouped, lambda: region.text(rw))),
+                              stores_last=gathers_first)
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
     start = region.node.end_byte if render is not None and region.exit else \
@@ -202,6 +217,31 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                   "only where, per item, the written and read ranges are the same elements or "
                   "disjoint (compared at run time), the loop as written otherwise", region.node)
     return constraints
+
+
+def _gathers(plan: Plan, region: Region, accesses: list[Access]) -> bool:
+    """Whether the element reads memory other than its streams: a subscript of a pointer
+    (not a thread's own array), a dereference ``*p`` or a load intrinsic (``__ldg``),
+    neither a stream access nor a store's target."""
+    streams = {(a.node.start_byte, a.node.end_byte) for a in accesses}
+    for n in region.walk():
+        if (n.start_byte, n.end_byte) in streams or writer(n) is not None:
+            continue
+        if n.type == "subscript_expression":
+            name = text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
+            local = plan.facts.defs.get(name)
+            if plan.pointer(name) or (local is not None and local.is_pointer):
+                return True
+        elif (n.type == "pointer_expression" and
+              text(n.child_by_field_name("operator")) == "*") or \
+                (n.type == "call_expression" and
+                 text(n.child_by_field_name("function")) in _LOADS):
+            return True
+    return False
+
+
+#: the load intrinsics (a read of memory at their argument's address)
+_LOADS = ("__ldg", "__ldcs", "__ldcg", "__ldca", "__ldlu", "__ldcv")
 
 
 def _floating_sums(plan: Plan, region: Region) -> list[str]:
@@ -316,13 +356,14 @@ def vector_moves(plan: Plan, by_array: dict[str, list[Access]], items: str, slot
 
 
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
-                 split: bool, scalar: str | None, groups: str | None = None) -> str:
+                 split: bool, scalar: str | None, groups: str | None = None,
+                 stores_last: bool = False) -> str:
     """The region vectorized; ``scalar`` (the element's statements as written, a compound
     statement) the scalar tail of the item whose vector would cross the bound, None where
     the bound is a multiple of VEC (:mod:`.vector_tail`). ``groups``: the lanes with their
     row-group loads (:meth:`.vector_rowgroup.RowGroups.lanes`), which load in the lanes:
     every item's lanes then run before any item's stores, so the items' loads are in
-    flight together."""
+    flight together; ``stores_last``: so too for lanes that load as written (a gather)."""
     rw = plan.rw
     var, typ = region.var, region.var_type
     bound = rw.text(region.bound)
@@ -344,8 +385,8 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
              f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n"
              f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
              f"  {item}      if ({whole}) {{\n{lanes}"
-             f"{stores if groups is None else ''}      }}{tail}\n    }}\n")
-    if groups is not None:  # the stores after every item's lanes
+             f"{stores if groups is None and not stores_last else ''}      }}{tail}\n    }}\n")
+    if groups is not None or stores_last:  # the stores after every item's lanes
         inner += (f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
                   f"  {item}      if ({whole}) {{\n{stores}      }}\n    }}\n")
     if region.loop:

@@ -25,7 +25,11 @@ Legal only where nothing can change ``P``'s row between its first read and its l
 read: no store between the first pass and the last cached pass except inside the last pass,
 and each store there ``W[c]`` is to a pointer that is ``__restrict__`` with ``P``'s, or is
 tested at run time to be exactly ``P``'s row (in place: each element read before it is
-written, as written) or disjoint from it. No ``break``, ``return`` or ``goto`` in the passes,
+written, as written) or disjoint from it; besides, a one-element store between the passes
+at the item's own place (a row's statistic, ``scale[row] = amax / 127``: in no loop, every
+name of its place a parameter or a local the row's place is written with, none assigned)
+is tested at run time before each later cached pass, which runs as written where the
+stored element lies in the row. No ``break``, ``return`` or ``goto`` in the passes,
 ``c`` never assigned, ``P`` never written or read at another index in them, neither ``P``
 nor a name its index reads assigned from the first pass to the last. Anything else
 is refused with the reason and the line; a kernel with no row read twice is left alone.
@@ -49,6 +53,8 @@ from tree_sitter import Node
 from workbench.templater.analysis import (
     added_once,
     declared_name,
+    identifiers,
+    inside_loop,
     line,
     strip,
     terms,
@@ -96,6 +102,9 @@ class RowCache:
     elem: str
     passes: tuple[Pass, ...]
     checked: tuple[Node, ...]  # each store W[.. + c] of the last pass that may alias P
+    # each one-element store between the passes (a row's statistic, ``scale[row] = ..``)
+    # that may alias P: the cached passes after it run only where it is outside the row
+    spots: tuple[Node, ...] = ()
 
 
 def _root(plan: Plan, name: str) -> str | None:
@@ -211,8 +220,9 @@ def find_row_cache(plan: Plan, loops: Sequence[Node], starts: Sequence[str]) -> 
                               f"element ({pointer}[{key.replace('@', p.var)}])", s)
         out.append(Pass(p.loop, p.var, p.var_type, p.bound, p.body, p.start, tuple(reads)))
     _fixed_row(out, pointer)
-    checked = _stores(plan, out, pointer, root)
-    return RowCache(pointer, plan.kernel.param(root).base_type, tuple(out), tuple(checked))
+    checked, spots = _stores(plan, out, pointer, root)
+    return RowCache(pointer, plan.kernel.param(root).base_type, tuple(out), tuple(checked),
+                    tuple(spots))
 
 
 
@@ -252,12 +262,17 @@ def _check_body(plan: Plan, p: Pass) -> None:
             raise Illegal(f"`{text(n)[:50]}` in a pass over the row must run once per step", n)
 
 
-def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Node]:
-    """Stores between the first pass and the end of the last: the last pass's ``W[c]`` that
-    may alias the row (checked at run time); any other store that may alias is refused."""
+def _stores(plan: Plan, passes: list[Pass], pointer: str,
+            root: str) -> tuple[list[Node], list[Node]]:
+    """Stores between the first pass and the end of the last that may alias the row: the
+    last pass's ``W[c]`` and the one-element stores between the passes (:func:`_spot`),
+    both checked at run time; any other is refused."""
     start, last = passes[0].loop.start_byte, passes[-1]
+    block = passes[0].loop.parent
+    assert block is not None
     restrict = plan.kernel.param(root).is_restrict
     checked: list[Node] = []
+    spots: list[Node] = []
     for n in walk(plan.body):
         if n.type != "subscript_expression" or writer(n) is None or \
                 not start <= n.start_byte < last.loop.end_byte:
@@ -274,11 +289,57 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str, root: str) -> list[Nod
                           "pointer or a fixed offset of one", n)
         if plan.kernel.param(w_root).is_const:
             continue
+        if n.start_byte < last.loop.start_byte and not any(
+                p.loop.start_byte <= n.start_byte < p.loop.end_byte for p in passes) and \
+                not inside_loop(n, block) and _spot(plan, passes, pointer, n):
+            spots.append(n)
+            continue
         if not last.loop.start_byte <= n.start_byte or _key(n, last.var) is None:
             raise Illegal(f"`{text(n)}` may change the row of {pointer} before its last pass "
                           "reads it (not __restrict__, not the last pass's own element)", n)
         checked.append(n)
-    return checked
+    return checked, spots
+
+
+def _spot(plan: Plan, passes: list[Pass], pointer: str, store: Node) -> bool:
+    """The one-element store ``store`` between the passes (in no loop) can be tested at the
+    later passes against the row: every name of its place is a kernel parameter never
+    assigned or a local of one definition, never assigned, declared before the first pass
+    in a block around the passes (so the place is the same where the passes test it), and
+    each local is one the row's own place is written with (``row`` of ``x + row * cols``,
+    directly or through a local ``base = row * cols``),
+    so the place is the item's, the same for every lane of it (a lane's own place, tested
+    by each lane, would not tell the lanes that cached the row what another lane wrote).
+    False (the store refused as before) otherwise."""
+    block = passes[0].loop.parent
+    assert block is not None
+    row_names = {text(n) for p in passes for s in p.reads for n in identifiers(s)
+                 if text(n) != p.var} | {pointer}
+    todo = sorted(row_names)
+    while todo:  # the locals the row's place is written with, through their definitions
+        d = plan.facts.defs.get(todo.pop())
+        if d is not None and d.value is not None and not d.assigned:
+            new = {text(n) for n in identifiers(d.value)} - row_names
+            row_names |= new
+            todo += sorted(new)
+    seen = {text(n) for n in identifiers(store)}
+    target = plan.facts.defs.get(_array(store))
+    if target is not None and target.value is not None:
+        seen |= {text(n) for n in identifiers(target.value)}  # W = scale + row
+    assigned = assigned_in(plan.body)
+    for name in seen:
+        if name in assigned:
+            return False
+        if name == _array(store) or any(p.name == name for p in plan.kernel.params):
+            continue
+        local = plan.facts.defs.get(name)
+        if local is None or local.assigned or name not in row_names:
+            return False
+        scope = local.decl.parent
+        if local.decl.start_byte >= passes[0].loop.start_byte or scope is None or \
+                not scope.start_byte <= block.start_byte < block.end_byte <= scope.end_byte:
+            return False
+    return True
 
 
 def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[int],
@@ -344,7 +405,9 @@ def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[
               "keeps REG_ROW elements (ceil(REG_ROW / (LANES * VEC)) steps of VEC per lane) in "
               "registers, the others read them where the row fits (tested per item at run "
               "time" + (", with the stores of the last pass the row or disjoint from it" if
-                        cache.checked else "") + ")", first.loop)
+                        cache.checked else "") + (
+              f", with {len(cache.spots)} one-element store(s) between the passes outside "
+              "the row" if cache.spots else "") + ")", first.loop)
 
 
 def _min_blocks_follows(plan: Plan) -> bool:
@@ -360,6 +423,13 @@ def _min_blocks_follows(plan: Plan) -> bool:
 def _fits(rw: Rewriter, cache: RowCache, p: Pass, vec: str, lanes: str) -> str:
     bound = rw.text(p.bound)
     cond = [f"({bound}) <= {STEPS} * {lanes} * {vec}"]
+    spots = [w for w in cache.spots if w.start_byte < p.loop.start_byte]
+    if spots:
+        row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
+        end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
+        for w in spots:  # the element stored is outside the row (as written, else)
+            at = f"(unsigned long long)(const void*)&{rw.render(w.start_byte, w.end_byte)}"
+            cond.append(f"({at} + sizeof({_array(w)}[0]) <= {row} || {end} <= {at})")
     if p is cache.passes[-1] and cache.checked:
         row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
         end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
