@@ -26,7 +26,8 @@ read: no store between the first pass and the last cached pass except inside the
 and each store there ``W[c]`` is to a pointer that is ``__restrict__`` with ``P``'s, or is
 tested at run time to be exactly ``P``'s row (in place: each element read before it is
 written, as written) or disjoint from it; besides, a one-element store between the passes
-at the item's own place (a row's statistic, ``scale[row] = amax / 127``: in no loop, every
+at the item's own place (a row's statistic, ``scale[row] = amax / 127`` or ``*(scale + row)
+= ..``, a store through a pointer judged as a subscript is: in no loop, every
 name of its place a parameter or a local the row's place is written with, none assigned)
 is tested at run time before each later cached pass, which runs as written where the
 stored element lies in the row. No ``break``, ``return`` or ``goto`` in the passes,
@@ -274,6 +275,11 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str,
     checked: list[Node] = []
     spots: list[Node] = []
     for n in walk(plan.body):
+        if n.type == "pointer_expression" and writer(n) is not None and \
+                start <= n.start_byte < last.loop.end_byte:
+            if _through(plan, passes, pointer, root, n, block):
+                spots.append(n)
+            continue
         if n.type != "subscript_expression" or writer(n) is None or \
                 not start <= n.start_byte < last.loop.end_byte:
             continue
@@ -301,16 +307,38 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str,
     return checked, spots
 
 
+def _through(plan: Plan, passes: list[Pass], pointer: str, root: str, store: Node,
+             block: Node) -> bool:
+    """A store ``*p = ..`` between the first pass and the end of the last: False where it
+    cannot write the row (a thread's own pointer, or ``__restrict__`` apart from it), True
+    where it is a one-element store to test at run time (:func:`_spot`); raises Illegal
+    otherwise (in a pass, in a loop, or at a place not the item's)."""
+    names = [text(n) for n in identifiers(store)]
+    roots = {r for name in names if (r := _root(plan, name)) is not None}
+    if roots and all(r != root and plan.kernel.param(r).is_restrict and
+                     plan.kernel.param(root).is_restrict for r in roots):
+        return False
+    if not roots and all((d := plan.facts.defs.get(name)) is not None and not d.is_pointer
+                         for name in names):
+        return False  # ``*`` of a thread's own value (no pointer named)
+    if any(p.loop.start_byte <= store.start_byte < p.loop.end_byte for p in passes) or \
+            inside_loop(store, block) or not _spot(plan, passes, pointer, store):
+        raise Illegal(f"`{text(store)}` may change the row of {pointer} before its last pass "
+                      "reads it (a store through a pointer, not at the item's one place)",
+                      store)
+    return True
+
+
 def _spot(plan: Plan, passes: list[Pass], pointer: str, store: Node) -> bool:
     """The one-element store ``store`` between the passes (in no loop) can be tested at the
     later passes against the row: every name of its place is a kernel parameter never
     assigned or a local of one definition, never assigned, declared before the first pass
     in a block around the passes (so the place is the same where the passes test it), and
     each local is one the row's own place is written with (``row`` of ``x + row * cols``,
-    directly or through a local ``base = row * cols``),
-    so the place is the item's, the same for every lane of it (a lane's own place, tested
-    by each lane, would not tell the lanes that cached the row what another lane wrote).
-    False (the store refused as before) otherwise."""
+    directly or through a local ``base = row * cols``) or a pointer to such a place (``W =
+    scale + row``), so the place is the item's, the same for every lane of it (a lane's own
+    place, tested by each lane, would not tell the lanes that cached the row what another
+    lane wrote). False (the store refused as before) otherwise."""
     block = passes[0].loop.parent
     assert block is not None
     row_names = {text(n) for p in passes for s in p.reads for n in identifiers(s)
@@ -322,24 +350,27 @@ def _spot(plan: Plan, passes: list[Pass], pointer: str, store: Node) -> bool:
             new = {text(n) for n in identifiers(d.value)} - row_names
             row_names |= new
             todo += sorted(new)
-    seen = {text(n) for n in identifiers(store)}
-    target = plan.facts.defs.get(_array(store))
-    if target is not None and target.value is not None:
-        seen |= {text(n) for n in identifiers(target.value)}  # W = scale + row
     assigned = assigned_in(plan.body)
-    for name in seen:
+    params = {p.name for p in plan.kernel.params}
+
+    def fixed(name: str, depth: int = 0) -> bool:
         if name in assigned:
             return False
-        if name == _array(store) or any(p.name == name for p in plan.kernel.params):
-            continue
+        if name in params:
+            return True
         local = plan.facts.defs.get(name)
-        if local is None or local.assigned or name not in row_names:
+        if local is None or local.assigned:
             return False
         scope = local.decl.parent
         if local.decl.start_byte >= passes[0].loop.start_byte or scope is None or \
                 not scope.start_byte <= block.start_byte < block.end_byte <= scope.end_byte:
             return False
-    return True
+        # a local of the row's place, or a pointer to the item's place (W = scale + row)
+        return name in row_names or (local.is_pointer and local.value is not None and
+                                     depth < 4 and all(fixed(text(n), depth + 1)
+                                                       for n in identifiers(local.value)))
+
+    return all(fixed(text(n)) for n in identifiers(store))
 
 
 def apply_row_cache(plan: Plan, cache: RowCache, *, lanes: str, vectorized: set[int],
@@ -428,8 +459,9 @@ def _fits(rw: Rewriter, cache: RowCache, p: Pass, vec: str, lanes: str) -> str:
         row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
         end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
         for w in spots:  # the element stored is outside the row (as written, else)
-            at = f"(unsigned long long)(const void*)&{rw.render(w.start_byte, w.end_byte)}"
-            cond.append(f"({at} + sizeof({_array(w)}[0]) <= {row} || {end} <= {at})")
+            place = rw.render(w.start_byte, w.end_byte)
+            at = f"(unsigned long long)(const void*)&{place}"
+            cond.append(f"({at} + sizeof({place}) <= {row} || {end} <= {at})")
     if p is cache.passes[-1] and cache.checked:
         row = f"(unsigned long long)(const void*){_at(rw, p.reads[0], p.var, '0')}"
         end = f"{row} + (unsigned long long)({bound}) * sizeof({cache.elem})"
