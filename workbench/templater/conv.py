@@ -726,6 +726,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                    None if staged else
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
                    tuple(nest), channel, refill, fold, tuple(inputs))
+    facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1])
     if staged:
         facts = replace(facts, staged=_tiles(plan, expr, facts, guard_stmt, staged, own))
     if channel is nest[0] and facts.smem_at is None and refill is None:
@@ -797,6 +798,24 @@ def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list
     return step, None
 
 
+def _value_decls(expr: _Expr, nest: list[_Window] | tuple[_Window, ...],
+                 value_parts: list[Node]) -> tuple[set[str], tuple[Node, ...]]:
+    """(the names the tap value reads, the loops' declarations it needs): a declaration
+    counts where it declares a name the value, or a declaration it needs, reads; the rest
+    (a weight's local, ``const float w = *tap++;`` read as ``tap[idx]``) stay in the taps,
+    after the check, and USE_SMEM's fill leaves them out."""
+    nest_decls = [s for w in nest for s in w.body if s.type == "declaration"]
+    used = {n for part in value_parts for n in expr.names(part)}
+    needed: list[Node] = []
+    pending = list(nest_decls)
+    while feeds := [d for d in pending if {_declared(c) for c in
+                                           d.children_by_field_name("declarator")} & used]:
+        pending = [d for d in pending if d not in feeds]
+        needed += feeds
+        used |= {n for d in feeds for n in expr.names(d)}
+    return used, tuple(d for d in nest_decls if d in needed)
+
+
 def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   channel: _Window | None, value_parts: list[Node], own: list[str]
                   ) -> Node | None:
@@ -814,8 +833,7 @@ def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   "only at run time: a shared tile per channel needs a compile-time count",
                   channel.loop)
         return None
-    nest_decls = [s for w in nest for s in w.body if s.type == "declaration"]
-    used = {n for part in [*value_parts, *nest_decls] for n in expr.names(part)}
+    used, _ = _value_decls(expr, nest, value_parts)  # what the tile holds needs
     late = sorted(name for name in used if name in expr.locals and any(
         d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
         and name in {_declared(c) for c in d.children_by_field_name("declarator")}
@@ -935,6 +953,7 @@ class _Facts:
     reads: tuple[str, ...] = ()  # the inputs the tap value reads
     keep: Kept | None = None  # reads the same for every channel, kept in registers
     staged: tuple[Tiles, Node] | None = None  # a shared tile per read, filled before the node
+    fill_decls: tuple[Node, ...] = ()  # the loops' declarations USE_SMEM's fill runs
 
     @property
     def tap_value(self) -> str:
@@ -948,8 +967,9 @@ def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None,
     """The loop's declarations as written (``show``: a declaration's text, kept reads read
     from their registers); ``acc_decl``: (the accumulator's declaration, the text it
     becomes) where the loop declares it."""
-    return "\n    ".join(acc_decl[1] if acc_decl is not None and s is acc_decl[0] else show(s)
-                        for s in w.body if s.type == "declaration")
+    shown = (acc_decl[1] if acc_decl is not None and s is acc_decl[0] else show(s)
+             for s in w.body if s.type == "declaration")
+    return "\n    ".join(t for t in shown if t)  # "": a declaration left out
 
 
 def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "",
@@ -1040,7 +1060,8 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
     if ch is not None:
         where[ch.var] = "wb_pch"
     levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
-                     f"    {_decls(w)}\n" for w in f.nest)
+                     f"    {_decls(w, show=lambda d: text(d) if d in f.fill_decls else '')}\n"
+                     for w in f.nest)
     return (
         f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
         f"  __shared__ {f.elem} wb_tile{f'[{ch.count}]' if ch is not None else ''}"

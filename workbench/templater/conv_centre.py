@@ -142,10 +142,15 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         return None
     names = {_declared(d) for s in pre if s.type == "declaration"
              for d in s.children_by_field_name("declarator")}
+    # a pointer declared there (`const float *t = taps;`, read `t[idx]`) is never the
+    # state this family keeps per row (:func:`_state` refuses it): conv's to read
+    pointers = {_declared(d) for s in pre if s.type == "declaration"
+                for d in s.children_by_field_name("declarator")
+                if any(n.type == "pointer_declarator" for n in walk(d))}
     taps = [*(s for s in outer.body if s.type == "declaration"), *inner.body]
     mentioned = {text(n) for s in taps for n in walk(s) if n.type == "identifier"}
     accumulated = {t for s in inner.body for t in _targets(s)}
-    if not (mentioned & names - accumulated) and len(accumulated & names) < 2:
+    if not (mentioned & names - accumulated - pointers) and len(accumulated & names) < 2:
         return None  # one accumulator, no state read: conv's window
     state = _state(pre)
     for w in (outer, inner):

@@ -17,6 +17,13 @@ product as wide as the pointer's steps, which no int bounds; read from the point
 where the pointer is one plus an offset whose names nothing after it assigns, and its
 declaration goes: the families read a parameter's index, :func:`_folded`).
 
+The step may also be the read's own: ``const float *t = taps; for (dy ..) for (dx ..) sum +=
+*t++ * v;`` (issue 28: set 26's u8_filter7x7_const, whose OUT_Y, OUT_X and USE_SMEM the
+window family gives only to the indexed read) reads ``t[(dy + 3) * 7 + (dx + 3)]``: the
+postfix ``*p++`` runs exactly once a pass of L where its statement is one of L's body (or
+the body), with no ``?:``, ``&&``, ``||`` or comma between them, and neither the rest of
+that statement nor a later one names the pointer (:func:`_postfix_read`).
+
 Rewritten only where the two are the same program: the pointer is declared alone, with a
 value, in a block; it is stepped in one place, by one (``++p``, ``p++``, ``p += 1``) or by a
 stride ``p += s`` that calls nothing, reads no memory and names neither the pointer nor
@@ -24,7 +31,7 @@ anything the nest assigns (the same on every pass), either in the update of a ``
 beside the loop's own step (``++dx, ++p``) or as a statement of L's body that no later
 statement of the body mentions the pointer in (then no ``continue`` of L's own skips it); L
 and every loop around it up to that block form a nest, each loop a direct statement of the
-one around it (it runs on every pass of its parent), each ``for (int v = lo; v < hi; ++v)``
+one around it or its body without braces (it runs on every pass of its parent), each ``for (int v = lo; v < hi; ++v)``
 (or ``<=``, ``v++``, ``v += 1``) with constant bounds (the file's integer macros read as
 their values; the outermost loop's bound may be a run-time value, which no index reads) and
 its variable never assigned in its body; no loop of the nest around L has a ``continue`` of its
@@ -38,9 +45,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
-from workbench.core.cuda_source import CudaSourceError, parse_cuda
+from workbench.templater.analysis import inside, strip, text, walk, writer
 from workbench.templater.analysis import integer_macros as reading_constants
-from workbench.templater.analysis import strip, text, walk, writer
 from workbench.templater.inline_calls import InlinedSource
 from workbench.templater.loop_forms import (
     Edit,
@@ -50,7 +56,7 @@ from workbench.templater.loop_forms import (
     written_names,
 )
 from workbench.templater.loop_forms_open import signed_value
-from workbench.templater.macros import integer_macros
+from workbench.templater.tile_count_loops import file_integers
 
 #: (variable, first value, steps) of one counted loop of the nest (steps None: a run-time
 #: bound, which only the outermost loop may have: no index multiplies by its count)
@@ -60,11 +66,7 @@ _Counted = tuple[str, int, int | None]
 def pointer_taps(current: InlinedSource, entry: str | None) -> InlinedSource:
     """``current`` with each pointer walked over a nest's taps in ``entry`` read through its
     index (unchanged where there is none or the kernel cannot be found)."""
-    try:
-        defined = integer_macros(parse_cuda(current.text, current.file))
-    except CudaSourceError:
-        return current
-    with reading_constants({m.name: m.value for m in defined.values()}):
+    with reading_constants(file_integers(current)):  # #define KS 7, constexpr int kSide = 7
         return rewrite_loops(current, entry, lambda data, n: _walked(n)
                              if n.type == "declaration" else None)
 
@@ -153,6 +155,47 @@ def _site(step: Node, var: str) -> tuple[Node, Edit] | None:
     return loop, (stmt.start_byte, stmt.end_byte, "")
 
 
+def _postfix_read(step: Node, var: str) -> tuple[Node, Node] | None:
+    """(the loop L, the read ``*p++``) where ``step`` is the ``p++`` of a read ``*p++`` that
+    runs exactly once on every pass of L: the read sits in a statement of L's body (or is
+    its body) with no ``?:``, ``&&`` or ``||`` between them, no ``continue`` of L's own can
+    skip it, and no other part of that statement nor any later statement of the body names
+    the pointer (the step's place then never shows); else None."""
+    e = strip(step)
+    if e.type != "update_expression" or not e.children or e.children[0].type == "++" or \
+            not _steps(e, var):
+        return None
+    read = e.parent
+    while read is not None and read.type == "parenthesized_expression":
+        read = read.parent
+    if read is None or read.type != "pointer_expression" or \
+            text(read.child_by_field_name("operator")) != "*":
+        return None
+    stmt: Node | None = read
+    while stmt is not None and stmt.type not in ("expression_statement", "declaration"):
+        if stmt.type in ("conditional_expression", "comma_expression", "lambda_expression") or (
+                stmt.type == "binary_expression" and
+                text(stmt.child_by_field_name("operator")) in ("&&", "||")) or \
+                stmt.type.endswith("_statement"):
+            return None
+        stmt = stmt.parent
+    body = None if stmt is None else stmt.parent
+    if stmt is None or body is None:
+        return None
+    if body.type == "for_statement" and body.child_by_field_name("body") == stmt:
+        loop, later = body, []
+    elif body.type == "compound_statement" and body.parent is not None and \
+            body.parent.type == "for_statement" and not own_continue(body):
+        loop, later = body.parent, [c for c in body.named_children
+                                    if c.start_byte > stmt.start_byte]
+    else:
+        return None
+    if any(n.type == "identifier" and text(n) == var and not inside(n, read)
+           for c in [stmt, *later] for n in walk(c)):
+        return None
+    return loop, read
+
+
 def _nest(inner: Node, block: Node, var: str) -> list[_Counted] | None:
     """The counted loops from the one in ``block`` down to ``inner`` (L), outermost first,
     where each runs on every pass of the one around it; else None."""
@@ -169,10 +212,14 @@ def _nest(inner: Node, block: Node, var: str) -> list[_Counted] | None:
         up = loop.parent
         if up == block:
             return loops
-        loop = None if up is None or up.type != "compound_statement" else up.parent
+        if up is not None and up.type == "for_statement" and \
+                up.child_by_field_name("body") == loop:  # for (a ..) for (b ..): no braces
+            loop, up = up, loop
+        else:
+            loop = None if up is None or up.type != "compound_statement" else up.parent
         update = None if loop is None else loop.child_by_field_name("update")
         if up is None or loop is None or loop.type != "for_statement" or update is None or \
-                own_continue(up):
+                (up.type == "compound_statement" and own_continue(up)):
             return None
         own = [update]
     return None
@@ -251,9 +298,11 @@ def _walked(decl: Node) -> list[Edit] | None:
     steps = [n for n in mentions if n.parent is not None and _stride(n.parent, var) is not None]
     step = steps[0].parent if len(steps) == 1 else None
     site = None if step is None else _site(step, var)
-    if site is None:
+    # sum += *t++ * v: the read becomes t[idx], the step going with it
+    postfix = None if step is None or site is not None else _postfix_read(step, var)
+    loop = site[0] if site is not None else postfix[0] if postfix is not None else None
+    if loop is None:
         return None
-    loop, removal = site
     loops = _nest(loop, block, var)
     outer = loop
     while outer.parent is not None and outer.parent != block:
@@ -266,7 +315,7 @@ def _walked(decl: Node) -> list[Edit] | None:
     by = _stride(step, var) if step is not None else None
     if index is None or by is None or not _invariant(by, outer, var):
         return None
-    edits = [removal]
+    edits = [site[1]] if site is not None else []
     if not _steps(by, var):  # p += s: the taps s apart, counted as wide as the pointer's
         index = f"(long long){_parenthesized_text(index)} * {_parenthesized(by)}"
         folded = _folded(decl, block)
@@ -276,6 +325,8 @@ def _walked(decl: Node) -> list[Edit] | None:
             edits.append((decl.start_byte, decl.end_byte, ""))
     for n in mentions:
         if n == steps[0]:
+            if postfix is not None:
+                edits.append((postfix[1].start_byte, postfix[1].end_byte, f"{var}[{index}]"))
             continue
         read = n.parent
         if read is None or not (body.start_byte <= n.start_byte < body.end_byte):
