@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import held_back_unseen13
+import held_back_unseen16
 import held_back_unseen19
 import held_back_unseen26
 import pytest
@@ -174,3 +176,41 @@ def test_a_fill_without_the_weights_locals_computes_as_written(
         {"USE_SMEM": 1}, {"USE_SMEM": 1, "OUT_Y": 4, "BLOCKDIM_Y": 2}]) if c["USE_SMEM"] == 1]
     assert same_as_written(kf, template, configs[:3], held_back_unseen19.SET.host_source,
                            tmp_path / "run", host_flags) == len(configs[:3])
+
+
+#: the window kernels without a channel loop whose OUT_Y now reaches 16 (conv.py's
+#: OUT_Y_PLAIN_VALUES), each with the host prelude of its set
+_SIXTEEN = {
+    "conv2d_const": (Path(__file__).resolve().parents[1] / "benchmarks" / "corpus_compute" /
+                     "conv2d_const", None),
+    "filter2d_clamp": (Path(__file__).resolve().parents[1] / "benchmarks" /
+                       "corpus_compute_unseen3" / "filter2d_clamp", None),
+    "dwconv5_nchw": (held_back_unseen13.SET.root / "dwconv5_nchw",
+                     held_back_unseen13.SET.host_source),
+    "corr5x5_perimg": (held_back_unseen16.SET.root / "corr5x5_perimg",
+                       held_back_unseen16.SET.host_source),
+    "u8_filter7x7_const": (FILTER, held_back_unseen26.SET.host_source),
+}
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(_SIXTEEN))
+def test_sixteen_rows_a_thread_compute_as_written(name: str, tmp_path: Path,
+                                                  host_flags: tuple[str, ...]  # noqa: F811
+                                                  ) -> None:
+    root, host = _SIXTEEN[name]
+    kf = load_kernel_folder(root)
+    template = offline_template(kf).template
+    params = {p.name: p for p in template.params}
+    out_y = next(p for n, p in params.items() if n.startswith("OUT_Y"))
+    assert 16 in out_y.to_dict()["values"], out_y
+    smem = next((n for n in params if n.startswith("USE_SMEM")), None)
+    space = template.space(kf.env(kf.check_shape, "fp32"))
+    default = dict(template.default_config())
+    configs = [c for c in ({**default, out_y.name: 16},
+                           {**default, out_y.name: 16, **({smem: 1} if smem else {})})
+               if space.rejection(c) is None]
+    assert configs
+    assert same_as_written(kf, template, configs, host or (lambda s: s), tmp_path / "run",
+                           host_flags) == len(configs)

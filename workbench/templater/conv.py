@@ -136,6 +136,11 @@ from workbench.templater.stencil import (
 )
 
 OUT_Y_VALUES = [1, 2, 4, 8]
+#: OUT_Y where the window has no channel loop: a thread then keeps only its OUT_Y x OUT_X
+#: sums and one input row's values live, so 16 rows (16 sums, OUT_X 1) fit beside the
+#: 4 x 4 and 8 x 2 tiles the same ``OUT_X * OUT_Y <= 16`` cap already admits; a 7 x 7
+#: filter's expert walks 16 rows a thread (u8_filter7x7_const, set 26: its tuned ITEMS_Y).
+OUT_Y_PLAIN_VALUES = [*OUT_Y_VALUES, 16]
 OUT_X_VALUES = [1, 2, 4]
 
 
@@ -1330,7 +1335,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     rw.replace(f.store_stmt, store)
     bx, by = names["BLOCK_X"], names["BLOCK_Y"]
     block_params(plan, idx, names)
-    plan.add_param(oy, {"kind": "choice", "values": OUT_Y_VALUES, "default": 1,
+    plan.add_param(oy, {"kind": "choice", "default": 1,
+                        "values": OUT_Y_VALUES if ch is not None else OUT_Y_PLAIN_VALUES,
                         "description": f"consecutive output rows ({y}) per thread; each input "
                                        "row is loaded once and feeds every row's accumulator "
                                        "from registers (as written: 1)"},
