@@ -27,6 +27,7 @@ from pathlib import Path
 
 import held_back_unseen25
 import pytest
+from held_back_harness import respelled
 from helpers_nvcc import needs_nvcc
 
 from workbench.core.kernel_folder import load_kernel_folder
@@ -94,15 +95,20 @@ def test_the_default_compiles_to_the_kernel_as_written(folder: Path, tmp_path: P
     want = _shape(plain, base.entry, tmp_path / "plain")
     got = _shape(default, template.entry, tmp_path / "lift")
     assert got[0] <= want[0] + 1, (want, got)
-    assert abs(got[1] - want[1]) <= max(4, want[1] // 50), (want, got)
+    # within 2% (4% fewer: session 34's rows of the conv at OUT_Y 1 are 984 instructions of
+    # the 1016 as written, 32 registers both, the taps unrolled alike)
+    assert -max(4, want[1] // 25) <= got[1] - want[1] <= max(4, want[1] // 50), (want, got)
 
 
-def test_one_item_returns_where_the_kernel_as_written_returns() -> None:
-    """The conv's lift: the item's exit returns at one item (UNROLL's pragmas stay)."""
-    lifted = offline_template(load_kernel_folder(CONV)).lifted
+def test_one_item_returns_where_the_kernel_as_written_returns(tmp_path: Path) -> None:
+    """The conv's lift: the item's exit returns at one item (UNROLL's pragmas stay). The
+    corpus kernel is output rows since session 34; its spelling with one loop of 25 taps
+    (tests/spellings_s33_conv/) keeps the items."""
+    flat = ROOT / "tests" / "spellings_s33_conv" / "nhwc_conv5x5_c3to4_float3_flat.cu"
+    lifted = offline_template(respelled(CONV, tmp_path, flat.read_text())).lifted
     assert {"ITEMS_PER_THREAD", "UNROLL"} <= {p.name for p in lifted.params}, lifted.notes
-    assert "if (x[wb_it] >= W || y >= H) { if (ITEMS_PER_THREAD == 1) return; wb_live[wb_it] " \
-        "= false; continue; }" in lifted.source, lifted.source
+    assert "if ((x[wb_it] >= W) || (y >= H)) { if (ITEMS_PER_THREAD == 1) return; " \
+        "wb_live[wb_it] = false; continue; }" in lifted.source, lifted.source
     assert LEAVE_MARK not in lifted.source
 
 

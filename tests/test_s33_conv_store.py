@@ -47,8 +47,13 @@ KNOBS = {"BLOCK_X", "BLOCK_Y", "ITEMS_PER_THREAD", "UNROLL", "MIN_BLOCKS_PER_SM"
 #: CONST_VIA is not offered)
 #: USE_SMEM where the reads go through a helper taking the position (gather_stage); the
 #: ternary spelling reads in[] in the kernel's own body: refused, with the line (a gap)
-NAMES = {"nhwc_conv5x5_c3to4": KNOBS | {"USE_SMEM"},
-         "nhwc_conv5x5_c3to4_ternary_int": KNOBS,
+#: Session 34: the corpus kernel and the ternary spelling (a 2-D window: dy, dx) are output
+#: rows now (conv_centre's OUT_Y, tests/test_s34_rows_channels.py), the staged window
+#: conv_centre_stage's (one read a tap; the ternary's three reads are refused); the flat
+#: spelling's one loop of 25 taps is no 2-D window: items, as before
+ROWS = {"BLOCK_X", "BLOCK_Y", "OUT_Y", "MIN_BLOCKS_PER_SM", "STORE_VEC"}
+NAMES = {"nhwc_conv5x5_c3to4": ROWS | {"USE_SMEM"},
+         "nhwc_conv5x5_c3to4_ternary_int": ROWS,
          "nhwc_conv5x5_c3to4_float3_flat": KNOBS | {"USE_SMEM"}}
 MIXES = [{"STORE_VEC": 1},
          {"BLOCK_X": 32, "BLOCK_Y": 4, "ITEMS_PER_THREAD": 4, "UNROLL": 8, "STORE_VEC": 1},
@@ -84,12 +89,15 @@ def test_the_four_channels_store_as_one_float4(name: str, tmp_path: Path) -> Non
     assert any(n.startswith("STORE_VEC: applied: the 4 stores of the loop at line ") and
                "as one float4" in n for n in lifted.notes), lifted.notes
     assert "*reinterpret_cast<float4 *>(&" in lifted.source
+    rows = "OUT_Y" in NAMES[name]
     if "USE_SMEM" in NAMES[name]:
-        assert any(n.startswith("USE_SMEM: applied: 1 tap(s)") for n in lifted.notes)
+        assert any(n.startswith("USE_SMEM: applied: the block's (BLOCK_Y * OUT_Y + 4)" if rows
+                                else "USE_SMEM: applied: 1 tap(s)") for n in lifted.notes)
     else:
-        assert any(n.startswith("USE_SMEM: not applied: `in[at]` reads a kernel pointer "
-                                "outside a helper") for n in lifted.notes), lifted.notes
-    assert "= make_float4(acc[wb_it][0], acc[wb_it][1], acc[wb_it][2], acc[wb_it][3]);" \
+        assert any(n.startswith("USE_SMEM: not applied: the taps make 3 reads per point")
+                   for n in lifted.notes), lifted.notes
+    each = "acc[{}]" if rows else "acc[wb_it][{}]"  # a row's sums by reference, or an item's
+    assert "= make_float4({});".format(", ".join(each.format(k) for k in range(4))) \
         in lifted.source, lifted.source
 
 
@@ -159,9 +167,14 @@ def test_the_lift_computes_as_written(name: str, tmp_path: Path,
     kf = _folder(name, tmp_path / "folder")
     template = offline_template(kf).template
     smem = SMEM_MIXES if "USE_SMEM" in NAMES[name] else []
-    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), [*MIXES, *smem])
+    knobs = {p.name for p in template.params}
+    rows = [{"OUT_Y": 2}, {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_Y": 8, "STORE_VEC": 1}] \
+        if "OUT_Y" in knobs else []
+    mixes = [{k: v for k, v in m.items() if k in knobs} for m in [*MIXES, *smem, *rows]]
+    mixes = [m for k, m in enumerate(mixes) if m not in mixes[:k]]  # items' knobs dropped
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
     if not FULL_MATRIX:
-        configs = configs[:len(MIXES) + len(smem) + 3]
+        configs = configs[:len(mixes) + 3]
     assert sum(c["STORE_VEC"] == 1 for c in configs) >= 4, configs
     assert same_as_written(kf, template, configs, _host, tmp_path / "run", host_flags) == \
         len(configs)

@@ -34,7 +34,7 @@ folder's tolerance): it runs per tap, it is what such a kernel spends its time o
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from tree_sitter import Node
@@ -59,6 +59,16 @@ from workbench.templater.conv import (
     _window,
     block_params,
 )
+from workbench.templater.conv_centre_arrays import (
+    array_extent,
+    helper_read,
+    loop_counters,
+    shared_prefix,
+    state_write,
+    window_loop,
+    zero,
+)
+from workbench.templater.conv_centre_stage import Stage, fill, stage_param, staged_read, tile_read
 from workbench.templater.ilp_fastmath import apply_fastmath
 from workbench.templater.macros import integer_macros
 from workbench.templater.plan import Plan
@@ -67,6 +77,7 @@ from workbench.templater.regtile import Refused, apply_or_note, fresh_names
 from workbench.templater.rewrite import Rewriter
 from workbench.templater.rules import literal, scale_divisor
 from workbench.templater.stencil import _bounds_from_above, _guard, point_decls, statements
+from workbench.templater.store_vec import apply_store_vec
 
 NAME = "OUT_Y"
 _WRITES = ("assignment_expression", "update_expression")
@@ -96,8 +107,11 @@ class _Centre:
     out_when_true: bool
     pre: tuple[Node, ...]  # the state's declarations (after the check, before the loop)
     state: tuple[tuple[str, str], ...]  # (name, type) of each state local
+    extents: tuple[tuple[str, str], ...]  # (name, extent) of each state array
     after: tuple[Node, ...]  # the statements after the loop (the store)
     reads: tuple[_Read, ...]
+    guard_stmt: Node | None = None  # the bounds check (USE_SMEM's fill goes before it)
+    stage: Stage | None = None  # USE_SMEM offered: the read's window in shared memory
 
 
 def lift_centre(plan: Plan) -> bool:
@@ -113,6 +127,7 @@ def lift_centre(plan: Plan) -> bool:
     if not apply_or_note(plan, NAME, lambda: _analyse(plan, stmts, idx)):
         return False
     apply_fastmath(plan, taps=True)  # the taps' math runs per output: the kernel's cost
+    apply_store_vec(plan)  # a pixel's output channels stored per row as one vector
     return True
 
 
@@ -121,21 +136,25 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     (xdecl, x, _xsize), (ydecl, y, _ysize) = idx["x"], idx["y"]
     region = stmts[max(stmts.index(xdecl), stmts.index(ydecl)) + 1:]
     try:
-        _guard_stmt, cond, out_when_true, guarded = _guard(region)
+        guard_stmt, cond, out_when_true, guarded = _guard(region)
     except Refused:
         return None
     loops = [s for s in guarded if s.type == "for_statement"]
-    if len(loops) != 1:
+    top = loops[0] if len(loops) == 1 else window_loop(plan, loops)
+    if top is None:
         return None
-    top = loops[0]
     pre = guarded[:guarded.index(top)]
     after = guarded[guarded.index(top) + 1:]
     defs = _compile_time_defs(plan)
+    arrays = {_declared(d): e for s in pre if s.type == "declaration"
+              for d in s.children_by_field_name("declarator")
+              if (e := array_extent(plan, d)) is not None}
     try:  # a loop nest of another form is conv's to read (and to refuse)
         outer = _window(plan, top, defs, sized=False)
         inner_loops = [s for s in outer.body if s.type == "for_statement"]
-        if len(inner_loops) != 1 or any(s.type == "for_statement" for s in walk(inner_loops[0])
-                                        if s is not inner_loops[0]):
+        if len(inner_loops) != 1 or ((not arrays or len(loops) == 1) and any(
+                s.type == "for_statement" for s in walk(inner_loops[0])
+                if s is not inner_loops[0])):
             return None  # not a 2-D window (a line filter, or a channel loop: conv's)
         inner = _window(plan, inner_loops[0], defs, sized=False)
     except Refused:
@@ -152,7 +171,11 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     accumulated = {t for s in inner.body for t in _targets(s)}
     if not (mentioned & names - accumulated - pointers) and len(accumulated & names) < 2:
         return None  # one accumulator, no state read: conv's window
-    state = _state(pre)
+    expr = _Expr(plan, {x, y, outer.var, inner.var})
+    shared = shared_prefix(plan, pre, y, expr.names) if arrays else 0
+    names -= {_declared(d) for s in pre[:shared] for d in s.children_by_field_name("declarator")}
+    shared_decls, pre = pre[:shared], pre[shared:]  # the plane's pointer stays where it is, read by every row
+    state = _state(pre, set(arrays))
     for w in (outer, inner):
         if w.count == 0:
             raise Refused(f"the window over {w.var} is not a compile-time size", w.loop)
@@ -163,14 +186,13 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     bad = _bounds_from_above(cond, y, out_when_true)
     if bad is not None:
         raise Refused(f"`{text(bad)}` does not bound {y} from above only", bad)
-    expr = _Expr(plan, {x, y, outer.var, inner.var})
     for n in walk(cond):
         if n.type == "identifier" and text(n) != y and text(n) in expr.values and \
                 y in expr.names(n):
             raise Refused(f"the bounds check reads `{text(n)}`, which depends on {y}", n)
-    _check_writes(plan, taps, pre, after, names, outer, inner)
+    _check_writes(plan, taps, pre, after, (names, set(arrays)), outer, inner, expr)
     _check_stale(expr, [*pre, *taps, *after], y, stmts)
-    reads = tuple(_reads(plan, expr, outer, inner, names, y))
+    reads = tuple(_reads(plan, expr, outer, inner, names, y, set(arrays)))
     if not reads:
         raise Refused("the taps read no input", inner.loop)
     grid_y = scale_divisor(plan.grid[1], plan.block[1], "BLOCK_Y * OUT_Y")
@@ -178,25 +200,34 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if grid_y is None or grid_x is None:
         raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block}", ydecl)
     ytype = text(ydecl.child_by_field_name("type"))
+    stage = staged_read(plan, expr, [(r.node, r.elem, r.guard(), r.needs) for r in reads],
+                        (cond, out_when_true), (x, y), (outer, inner), shared_decls)
     facts = _Centre(y, ytype, outer, inner, cond, out_when_true, tuple(pre), tuple(state),
-                    tuple(after), reads)
+                    tuple(arrays.items()), tuple(after), reads, guard_stmt, stage)
 
     def emit() -> None:
         _emit(plan, idx, facts, (grid_x, grid_y))
     return emit
 
 
-def _state(pre: list[Node]) -> list[tuple[str, str]]:
+def _state(pre: list[Node], arrays: set[str]) -> list[tuple[str, str]]:
     """(name, type) of each local the statements before the loop declare: plain
-    identifiers of one arithmetic type each (a per-row copy of each is kept)."""
+    identifiers of one arithmetic type each (a per-row copy of each is kept), or arrays of
+    a compile-time extent (``arrays``: then statements that write them may follow)."""
     out: list[tuple[str, str]] = []
     for s in pre:
+        if s.type != "declaration" and arrays:
+            continue  # an initialising loop: _check_writes reads what it writes
         if s.type != "declaration":
             raise Refused(f"`{text(s)}` before the window loop is not a declaration (the "
                           "output's state is declared there)", s)
         typ = s.child_by_field_name("type")
         for d in s.children_by_field_name("declarator"):
             name = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
+            if name is not None and name.type == "array_declarator" and \
+                    _declared(name) in arrays and typ is not None:
+                out.append((_declared(name), text(typ)))
+                continue
             if typ is None or name is None or name.type != "identifier":
                 raise Refused(f"`{text(s)}` declares `{text(d)}`: the state is modelled as "
                               "plain locals", s)
@@ -215,16 +246,33 @@ def _targets(stmt: Node) -> set[str]:
 
 
 def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Node],
-                  state: set[str], outer: _Window, inner: _Window) -> None:
+                  states: tuple[set[str], set[str]], outer: _Window, inner: _Window,
+                  expr: _Expr) -> None:
     """The taps write only the state and their own locals, call only pure or read-only
-    functions and never leave the loops; nothing the kernel writes is read by it."""
+    functions and never leave the loops; nothing the kernel writes is read by it; the
+    statements before the loop (beside the state's declarations) write only the state."""
+    state, arrays = states
     pure = pure_calls(plan.source)
     tap_locals = {_declared(d) for s in taps if s.type == "declaration"
-                  for d in s.children_by_field_name("declarator")}
+                  for d in s.children_by_field_name("declarator")} | loop_counters(taps)
+    for s in (p for p in pre if p.type != "declaration"):
+        own = loop_counters([s])
+        for n in walk(s):
+            t = write_target(n) if n.type in _WRITES else None
+            if t is not None and not state_write(n, arrays, expr.names) and not (
+                    t.type == "identifier" and text(t) in state | own):
+                raise Refused(f"`{text(n)}` before the window writes other than the output's "
+                              "state", n)
+            if n.type == "call_expression" and helper_read(plan, n) is None and \
+                    text(n.child_by_field_name("function")) not in pure:
+                raise Refused(f"`{text(n)}` before the window calls other than a pure or "
+                              "read-only function", n)
     for s in taps:
         for n in walk(s):
             if n.type in JUMPS:
                 raise Refused(f"`{text(n)}` leaves the window early", n)
+            if n.type in _WRITES and state_write(n, arrays, expr.names):
+                continue
             if n.type in _WRITES:
                 t = write_target(n) or n
                 if t.type != "identifier" or text(t) not in state | tap_locals:
@@ -233,7 +281,8 @@ def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Nod
                 if text(t) in (outer.var, inner.var):
                     raise Refused(f"`{text(n)}` writes the window's counter", n)
         call = next((n for n in walk(s) if n.type == "call_expression" and
-                     text(n.child_by_field_name("function")) not in pure), None)
+                     text(n.child_by_field_name("function")) not in pure and
+                     helper_read(plan, n) is None), None)
         if call is not None:
             raise Refused(f"the taps call `{text(call.child_by_field_name('function'))}`, "
                           "which is not a pure function (a read is modelled as `in[index]`, "
@@ -249,8 +298,8 @@ def _check_writes(plan: Plan, taps: list[Node], pre: list[Node], after: list[Nod
                if t.type == "subscript_expression"}
     read = {text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
             for s in [*pre, *taps] for n in walk(s) if n.type == "subscript_expression"}
-    if written & read:
-        raise Refused(f"the kernel writes {', '.join(sorted(written & read))}, which it reads: "
+    if (written & read) - arrays:  # a state array is each row's own
+        raise Refused(f"the kernel writes {', '.join(sorted((written & read) - arrays))}, which it reads: "
                       "an output row would read what another writes", after[0] if after
                       else inner.loop)
 
@@ -276,7 +325,7 @@ def _check_stale(expr: _Expr, replicated: list[Node], y: str, stmts: list[Node])
 
 
 def _reads(plan: Plan, expr: _Expr, outer: _Window, inner: _Window, state: set[str],
-           y: str) -> list[_Read]:
+           y: str, arrays: Collection[str] = ()) -> list[_Read]:
     """The taps' memory reads, each loadable once per input row and column (under the
     conditions it is read under: zero padding written as ``if (inside) { v = in[..]; }``)."""
     decls = [s for s in [*outer.body, *inner.body] if s.type == "declaration"]
@@ -288,15 +337,25 @@ def _reads(plan: Plan, expr: _Expr, outer: _Window, inner: _Window, state: set[s
                     text(n.child_by_field_name("operator")) == "*":
                 raise Refused(f"`{text(n)}` reads through a pointer: the taps' reads are "
                               "modelled as `in[index]`", n)
-            if n.type != "subscript_expression":
+            helper = helper_read(plan, n) if n.type == "call_expression" else None
+            if n.type != "subscript_expression" and helper is None:
                 continue
-            base = text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
+            base = text(strip(n.child_by_field_name("argument") or
+                              n.child_by_field_name("function")))  # type: ignore[arg-type]
+            index = n.child_by_field_name("indices") or n.child_by_field_name("index")
+            if base in arrays and index is not None and not expr.names(index) & set(arrays):
+                continue  # the row's own state array, bound by reference
             if expr.names(n) & state:
                 raise Refused(f"`{text(n)}` reads the output's state: it differs between "
                               "the rows of one thread", n)
             if y not in expr.names(n):
                 continue  # the same element for every row (a table of spatial weights)
-            if not plan.pointer(base):
+            if helper is not None and any(m is not n and (m.type == "call_expression" or
+                                                          m.type == "subscript_expression")
+                                          and y in expr.names(m) for m in walk(n)):
+                raise Refused(f"`{text(n)}` reads through a helper whose arguments read "
+                              "memory or call", n)
+            if helper is None and not plan.pointer(base):
                 raise Refused(f"`{text(n)}` reads {base}, not an input of the kernel", n)
             if n.parent is not None and n.parent.type == "pointer_expression":
                 raise Refused(f"`{text(n.parent)}` takes the address of a read: the value is "
@@ -320,7 +379,7 @@ def _reads(plan: Plan, expr: _Expr, outer: _Window, inner: _Window, state: set[s
                                                 for m in walk(d)):
                     raise Refused(f"`{text(d)}`, which the read `{text(n)}` needs, reads "
                                   "the output's state or memory", d)
-            found.append(_Read(n, plan.kernel.param(base).base_type, tuple(needs),
+            found.append(_Read(n, helper or plan.kernel.param(base).base_type, tuple(needs),
                                tuple(when)))
     return found
 
@@ -381,6 +440,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
         if builtin(size, "blockDim") is None:
             rw.replace(size, names[want])
     oy = fresh_names(plan, ["OUT_Y"])["OUT_Y"]
+    smem = fresh_names(plan, ["USE_SMEM"])["USE_SMEM"] if f.stage is not None else ""
     value = idx["y"][0].children_by_field_name("declarator")[0].child_by_field_name("value")
     assert value is not None
     rw.insert(value.start_byte, "(")
@@ -402,18 +462,24 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
         return out + "".join(f"auto& {s} = wb_{s}[wb_k]; " for s, _t in f.state if s in used)
 
     def build(_rw: Rewriter) -> str:
-        arrays = "".join(f"  {t} wb_{s}[{oy}] = {{}};  // {s} of each output row\n"
-                         for s, t in f.state)
+        extents = dict(f.extents)
+        arrays = "".join(f"  {t} wb_{s}[{oy}]{f'[{extents[s]}]' if s in extents else ''} = "
+                         f"{{}};  // {s} of each output row\n" for s, t in f.state)
         pre = "\n      ".join(rw.text(s) for s in f.pre)
-        keep = "".join(f" wb_{s}[wb_k] = {s};" for s, _t in f.state)
+        keep = "".join(f" wb_{s}[wb_k] = {s};" if s not in extents else
+                       f"\n#pragma unroll\n      for (int wb_e = 0; wb_e < {extents[s]}; ++wb_e) "
+                       f"wb_{s}[wb_k][wb_e] = {s}[wb_e];" for s, _t in f.state)
         outer_decls = [s for s in f.outer.body if s.type == "declaration"]
         inner_stmts = [s for s in f.inner.body if not _pragma(s)]
         row_needs = [d for d in outer_decls if any(d in r.needs for r in f.reads)]
         col_needs = [d for d in inner_stmts if any(d in r.needs for r in f.reads)]
         loads = "".join(f"      const {r.elem} {v} = {passes('wb_first')}"
                         f"{' && ' + r.guard() if r.when else ''} ? ({r.elem})"
-                        f"({text(r.node)}) : ({r.elem})0;\n"
+                        f"({text(r.node)}) : {zero(r.elem)};\n"
                         for r, v in zip(f.reads, loaded, strict=True))
+        if f.stage is not None:  # USE_SMEM: the one read from the block's window
+            loads = (f"#if {smem}\n      const {f.reads[0].elem} {loaded[0]} = "
+                     f"{tile_read(f.inner, oy)};\n#else\n{loads}#endif\n")
         taps = [*outer_decls, *inner_stmts]
         tap_text = "\n          ".join(rw.text(s) for s in taps)
         after_text = "\n      ".join(rw.text(s) for s in f.after)
@@ -445,7 +511,14 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
     first, last = f.pre[0] if f.pre else f.outer.loop, f.after[-1] if f.after else \
         f.outer.loop
     rw.replace_span(first.start_byte, last.end_byte, make=build)
+    if f.stage is not None and f.guard_stmt is not None:
+        rw.insert(f.guard_stmt.start_byte, fill(
+            f.stage, (smem, names["BLOCK_X"], names["BLOCK_Y"], oy), (idx["x"][1], y, f.y_type),
+            (f.outer, f.inner), (text(f.cond), f.out_when_true), zero(f.stage.elem)))
     _params(plan, idx, f, names, oy, grid)
+    if f.stage is not None:
+        stage_param(plan, f.stage, smem, (names["BLOCK_X"], names["BLOCK_Y"], oy),
+                    (f.outer, f.inner))
 
 
 def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
@@ -460,7 +533,7 @@ def _params(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Centre,
     plan.block = [bx, by]
     renamed = {"BLOCK_X": bx, "BLOCK_Y": by, "OUT_Y": oy}
     plan.grid = [re.sub(r"\b(BLOCK_X|BLOCK_Y|OUT_Y)\b", lambda m_: renamed[m_.group(1)], g)
-                 for g in grid]
+                 for g in grid] + plan.grid[2:]  # a z extent (images, planes) as written
     plan.launch_bounds = f"{bx} * {by}"
     plan.constrain(f"{bx} * {by} >= 32")
     plan.constrain(f"{bx} * {by} <= 1024")
