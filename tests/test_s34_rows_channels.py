@@ -151,3 +151,15 @@ def test_the_bilateral_window_in_shared_memory_computes_as_written(
     assert same_as_written(kf, template, configs[:3], held_back_unseen9.SET.host_source,
                            tmp_path / "run", host_flags, within_tolerance=True) == \
         len(configs[:3])
+
+
+def test_values_gathered_into_an_array_stay_with_the_gather_family() -> None:
+    """A median's window fills ``v[k] = ..`` (no sum per channel) and sorts it after: not
+    rows of sums (session 14's median3x3_clamp spellings keep gather_stage's USE_SMEM)."""
+    names, notes = _lift(init="acc[o] = 0.0f;")
+    assert "OUT_Y" in names, notes
+    source = _FILTER.format(init="acc[o] = 0.0f;", col="x + dx", second="").replace(
+        "acc[o] += w[o][dy + 1][dx + 1] * v;", "acc[o] = w[o][dy + 1][dx + 1] * v;")
+    lifted = lift_kernel(source, entry="f", grid=["ceil_div(W, 32)", "ceil_div(H, 8)"],
+                         block=["32", "8"], scalars={"W": "W", "H": "H"})
+    assert "OUT_Y" not in {p.name for p in lifted.params}, lifted.notes

@@ -29,6 +29,12 @@ written; the state of a row past the check starts from zeros and is never stored
 else refuses with the reason and the line. The taps' math is then offered FAST_MATH
 (:mod:`.ilp_fastmath`: ``expf`` as ``__expf`` ..., a knob the gate checks against the
 folder's tolerance): it runs per tap, it is what such a kernel spends its time on.
+
+Several outputs a point (a multi-channel filter's ``float acc[COUT]``, initialised and
+stored in loops, its taps read through a read-only helper) are :mod:`.conv_centre_arrays`'
+reading; USE_SMEM (the one tap read's block window staged in shared memory) is
+:mod:`.conv_centre_stage`'s; the stores after the window are offered STORE_VEC
+(:mod:`.store_vec`), run per row.
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ from workbench.templater.conv import (
     block_params,
 )
 from workbench.templater.conv_centre_arrays import (
+    accumulates,
     array_extent,
     helper_read,
     loop_counters,
@@ -171,6 +178,8 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     accumulated = {t for s in inner.body for t in _targets(s)}
     if not (mentioned & names - accumulated - pointers) and len(accumulated & names) < 2:
         return None  # one accumulator, no state read: conv's window
+    if arrays and not accumulates(taps, set(arrays)):
+        return None  # values gathered into an array, not sums: gather_stage's
     expr = _Expr(plan, {x, y, outer.var, inner.var})
     shared = shared_prefix(plan, pre, y, expr.names) if arrays else 0
     names -= {_declared(d) for s in pre[:shared] for d in s.children_by_field_name("declarator")}

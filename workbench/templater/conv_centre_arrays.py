@@ -114,6 +114,28 @@ def state_write(n: Node, arrays: set[str], names_of: Callable[[Node], set[str]])
         not (names_of(index) & arrays)
 
 
+def accumulates(taps: list[Node], arrays: set[str]) -> bool:
+    """Every write of the taps to a state array adds into it (``acc[o] += ..``, ``-=``, or
+    ``acc[o] = acc[o] + ..``): a sum per output channel. A window that only gathers values
+    into an array (a median's ``v[k] = pix(..)``, sorted after) is the gather family's
+    (:mod:`.gather_stage`)."""
+    for s in taps:
+        for n in walk(s):
+            t = write_target(n) if n.type in _WRITES else None
+            base = t.child_by_field_name("argument") if t is not None and \
+                t.type == "subscript_expression" else None
+            if base is None or text(strip(base)) not in arrays:
+                continue
+            op = text(n.child_by_field_name("operator")) if n.type == "assignment_expression" \
+                else ""
+            right = n.child_by_field_name("right")
+            if op in ("+=", "-=") or (op == "=" and right is not None and \
+                    text(t) in {text(strip(m)) for m in walk(right)}):
+                continue
+            return False
+    return True
+
+
 def loop_counters(taps: list[Node]) -> set[str]:
     """The counters the loops inside the taps declare (``for (int o = 0; ..)``)."""
     out: set[str] = set()
