@@ -34,6 +34,7 @@ from itertools import pairwise
 
 from tree_sitter import Node
 
+from workbench.core.errors import WorkbenchError
 from workbench.templater.analysis import binary, int_expr_value, strip, subscript_index, text, walk
 from workbench.templater.analysis import integer_macros as reading_constants
 from workbench.templater.apron_flat import flat_rows
@@ -61,11 +62,11 @@ class _Part:
     base: str | None
 
 
-class _Refused(Exception):
+class _Refused(WorkbenchError):
     """The buffer is not carved as the module reads it: why, and the node."""
 
     def __init__(self, reason: str, node: Node) -> None:
-        super().__init__(reason)
+        super().__init__(reason, reason=reason)
         self.reason, self.node = reason, node
 
 
