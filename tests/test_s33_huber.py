@@ -49,11 +49,11 @@ KERNEL = "huber_partials_gs"
 KNOBS = frozenset({"BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD", "FINAL",
                    "MIN_BLOCKS_PER_SM"})
 
-#: mixes over the default: the expert's pick; 32 threads on 58 blocks of eight scalar
+#: mixes over the default: the expert's pick; 1024 threads on 132 blocks of eight scalar
 #: loads, the tree; 1024 threads of two float2 loads, shuffles, two blocks an SM
 MIXES: list[dict[str, int]] = [
     {"BLOCK_THREADS": 512, "GRID_BLOCKS": 264, "VEC": 4, "ITEMS_PER_THREAD": 4, "FINAL": 1},
-    {"BLOCK_THREADS": 32, "GRID_BLOCKS": 58, "VEC": 1, "ITEMS_PER_THREAD": 8, "FINAL": 0},
+    {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 1, "ITEMS_PER_THREAD": 8, "FINAL": 0},
     {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 1024, "VEC": 2, "ITEMS_PER_THREAD": 2, "FINAL": 1,
      "MIN_BLOCKS_PER_SM": 2},
 ]
@@ -61,14 +61,14 @@ MIXES: list[dict[str, int]] = [
 #: respelling -> (the knobs it lifts, a mix checked on the host)
 SPELLED: dict[str, tuple[frozenset[str], dict[str, int]]] = {
     # a while loop over size_t, the tree in the kernel over a #define'd array
-    "huber_while_sizet_define": (KNOBS, {"BLOCK_THREADS": 128, "GRID_BLOCKS": 132, "VEC": 4,
+    "huber_while_sizet_define": (KNOBS, {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 4,
                                          "ITEMS_PER_THREAD": 2, "FINAL": 1}),
     # shuffles by hand (the family writes the stage anew: any whole warps)
-    "huber_shuffle_by_hand": (KNOBS, {"BLOCK_THREADS": 96, "GRID_BLOCKS": 116, "VEC": 2,
+    "huber_shuffle_by_hand": (KNOBS, {"BLOCK_THREADS": 480, "GRID_BLOCKS": 528, "VEC": 2,
                                       "ITEMS_PER_THREAD": 4, "FINAL": 0}),
     # a constexpr block size as the helper's unsigned template argument (``#define N
     # ((unsigned int)(kBlock))`` once inlined: macros.derived_macros reads it as 256)
-    "huber_constexpr_helper_ptr": (KNOBS, {"BLOCK_THREADS": 64, "GRID_BLOCKS": 58, "VEC": 4,
+    "huber_constexpr_helper_ptr": (KNOBS, {"BLOCK_THREADS": 512, "GRID_BLOCKS": 264, "VEC": 4,
                                            "ITEMS_PER_THREAD": 2, "FINAL": 1}),
 }
 

@@ -438,7 +438,7 @@ _MIXES = {"warp_row": {"WARPS_PER_BLOCK": 2, "LANES": 8, "VEC": 4},
           "row_sum_down": {"WARPS": 2, "LANES": 8, "VEC": 4, "ITEMS_PER_THREAD": 2},
           "row_sum_callee": {"WARPS": 1, "LANES": 4, "VEC": 1, "ITEMS_PER_THREAD": 4},
           "row_l2norm": {"ROWS_PER_BLOCK": 4, "LANES": 8, "VEC": 4},
-          "cg_reduce": {"BLOCK_THREADS": 128, "GRID_BLOCKS": 64, "VEC": 2,
+          "cg_reduce": {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 128, "VEC": 2,
                         "ITEMS_PER_THREAD": 2, "FINAL": 1}}
 
 

@@ -82,7 +82,7 @@ template <class T> static T atomicMax(T* p, T v) { T old = *p; *p = old < v ? v 
 
 
 def _mix(knobs: dict[str, Any], block: int) -> dict[str, Any]:
-    return {"BLOCK_THREADS": block, "GRID_BLOCKS": knobs["GRID_BLOCKS"]["values"][2],
+    return {"BLOCK_THREADS": block, "GRID_BLOCKS": knobs["GRID_BLOCKS"]["values"][-2],
             "VEC": 2, "ITEMS_PER_THREAD": 4, "FINAL": 0}
 
 
@@ -93,8 +93,8 @@ def test_every_config_gives_the_kernel_as_written(name: str, tmp_path: Path) -> 
     result = offline_template(kf)
     template, knobs = result.template, _knobs(result)
     env = kf.env(kf.check_shape, "fp32")
-    mixes = [{**template.default_config(), **_mix(knobs, 96 if SPELLINGS[name][4] else 64)},
-             {**template.default_config(), **_mix(knobs, 512), "FINAL": 1, "VEC": 4}]
+    mixes = [{**template.default_config(), **_mix(knobs, 480 if SPELLINGS[name][4] else 512)},
+             {**template.default_config(), **_mix(knobs, 1024), "FINAL": 1, "VEC": 4}]
     configs = [dict(template.default_config()), *host_sample(end_configs(template, env)),
                *mixes]
     space = template.space(dict(env))

@@ -82,7 +82,7 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                    "ITEMS_PER_THREAD": 2}]),
     "s23b_partials_sizet_blockdim": (("BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD",
                                       "FINAL", "MIN_BLOCKS_PER_SM"),
-                                     [{"BLOCK_THREADS": 64, "GRID_BLOCKS": 132, "VEC": 4,
+                                     [{"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 4,
                                        "ITEMS_PER_THREAD": 2, "FINAL": 1}]),
     "s23b_sumsq_warp_slots_constexpr": (("BLOCK_THREADS", "GRID_BLOCKS", "VEC",
                                          "ITEMS_PER_THREAD", "FINAL", "MIN_BLOCKS_PER_SM"),

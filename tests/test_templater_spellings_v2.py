@@ -79,7 +79,7 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
     # integer macros (the template parameter NT is one after inlining)
     "v2_partials_template_do": (("BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD",
                                  "FINAL", "MIN_BLOCKS_PER_SM"),
-                                [{"BLOCK_THREADS": 64, "GRID_BLOCKS": 132, "VEC": 4,
+                                [{"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 4,
                                   "ITEMS_PER_THREAD": 2, "FINAL": 1}]),
     "v2_sqdiff_warp_partials": (("BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD",
                                  "MIN_BLOCKS_PER_SM"),

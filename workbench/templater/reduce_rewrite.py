@@ -14,7 +14,7 @@ from workbench.templater.analysis import line, strip, text, walk
 from workbench.templater.plan import Plan
 from workbench.templater.reduce_dp4a import Dp4a, find_dp4a, packed_step
 from workbench.templater.reduce_match import block_size
-from workbench.templater.reduce_records import SHUFFLED, Reduction, identity
+from workbench.templater.reduce_records import INTEGER, SHUFFLED, Reduction, identity
 from workbench.templater.reduce_tail import ATOMICS
 from workbench.templater.rules import literal, min_cap, rule_in_c
 from workbench.templater.stencil import ldg_call
@@ -26,6 +26,23 @@ def grid_values(cap: int) -> list[int]:
     sms = {d.num_sms for d in DEVICES.values()}
     values = {cap * k // 8 for k in range(1, 9)} | {s * k for s in sms for k in (1, 2, 4)}
     return sorted(v for v in values if 1 <= v <= cap)
+
+
+def bound_serial_sum(plan: Plan, cap: int) -> str:
+    """Keep a floating sum's per-thread run near the written one: the grid-stride loop hands
+    each of ``GRID_BLOCKS * BLOCK_THREADS`` threads ``n`` over that many elements, added in
+    order into one accumulator, whose rounding error grows with the run. The gate checks the
+    small shape, where runs are short; at a large one, far fewer threads than written made
+    runs long enough to leave the folder's tolerance (mse_i16_partials on the H200: 2,304 to
+    16,384 threads against 262,144 as written, sums 1.2e-5 to 1.9e-5 off, tolerance 1e-5).
+    So at least half the written threads run: each run at most twice the written one. The
+    constraint added, for the note."""
+    threads = plan.params.get("BLOCK_THREADS")
+    written = threads.spec.get("default") if threads is not None else None
+    rule = (f"GRID_BLOCKS * BLOCK_THREADS * 2 >= {cap * written}" if isinstance(written, int)
+            else f"GRID_BLOCKS * 2 >= {cap}")
+    plan.constrain(rule)
+    return rule
 
 
 def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
@@ -69,9 +86,13 @@ def lift_grid_blocks(plan: Plan, red: Reduction, written: str) -> None:
         "description": f"blocks launched (as written: {cap}); the grid-stride loop covers "
                        "any count"}, f"{line(red.loop)}: grid {written}")
     plan.constrain(f"GRID_BLOCKS <= {cap}")
+    serial = bound_serial_sum(plan, cap) if red.op.kind == "sum" and \
+        red.acc_type not in INTEGER else None
     plan.note("GRID_BLOCKS", True, "any block count covers the data (grid-stride loop)" + (
         "" if red.atomic else f"; at most the {cap} partial slots, block 0 fills the slots of "
-        "blocks not launched with the operator's identity"), red.loop)
+        "blocks not launched with the operator's identity") + (
+        "" if serial is None else f"; `{serial}`: each thread's {red.acc_type} run at most "
+        "twice the written one"), red.loop)
 
 
 # -- VEC / ITEMS_PER_THREAD ------------------------------------------------------------------

@@ -26,7 +26,7 @@ from workbench.templater.analysis import (
 from workbench.templater.block_outputs import BlockStore, block_indexed_store
 from workbench.templater.ilp import gave_items
 from workbench.templater.plan import Plan
-from workbench.templater.reduce_rewrite import grid_values
+from workbench.templater.reduce_rewrite import bound_serial_sum, grid_values
 from workbench.templater.rules import min_cap, scale_divisor
 from workbench.templater.vector import Illegal, stride_loops
 from workbench.templater.wrap_state import item_state
@@ -64,9 +64,11 @@ def apply_grid_cap(plan: Plan, compared_by_total: Collection[str] | None = None)
                 "description": f"most blocks launched (as written: {value}, the slots of "
                                f"`{store.array}`)"}
         plan.constrain(f"GRID_BLOCKS <= {value}")
+        serial = bound_serial_sum(plan, value)
         why += (f"; at most {value}, the grid as written: `{text(store.node)}` writes one "
                 f"slot a block and `{store.array}` holds that grid's slots, no more; fewer "
-                f"blocks write fewer slots, which the folder's sum of `{store.array}` allows")
+                f"blocks write fewer slots, which the folder's sum of `{store.array}` allows; "
+                f"`{serial}`: each thread's floating run at most twice the written one")
     plan.grid[0] = rule
     plan.helper("static_assert(GRID_BLOCKS >= 1, \"GRID_BLOCKS caps the grid (launch rule); "
                 "the grid-stride loops cover any grid\");")
