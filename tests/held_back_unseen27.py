@@ -34,10 +34,11 @@ EXTRA_CONFIGS: dict[str, list[dict[str, int]]] = {
     "planck_band_frac": [{"THREADS": 128, "ITEMS": 2, "MINB": 4, "FAST": 1, "UNROLL": 1},
                          {"THREADS": 64, "ITEMS": 4, "MINB": 2, "FAST": 0, "UNROLL": 0}],
     # 1024 threads of 16-byte loads, four in flight, the shuffle stage (two blocks: 12345 =
-    # 1543 groups of 8 + 1, the one past the groups taken alone); 128 threads of 8-byte
-    # loads, two in flight, the shared-memory tree (97 blocks: 3086 groups of 4 + 1)
+    # 1543 groups of 8 + 1, the one past the groups taken alone); 512 threads of 8-byte
+    # loads, two in flight, the shared-memory tree (25 blocks: 3086 groups of 4 + 1; the
+    # space keeps BLOCKS * THREADS >= 131072, expert/kernel.toml says why)
     "mse_i16_partials": [{"THREADS": 1024, "BLOCKS": 132, "VEC": 8, "ITEMS": 4, "SHFL": 1},
-                         {"THREADS": 128, "BLOCKS": 264, "VEC": 4, "ITEMS": 2, "SHFL": 0}],
+                         {"THREADS": 512, "BLOCKS": 264, "VEC": 4, "ITEMS": 2, "SHFL": 0}],
     # eight rows a block, float4 groups (203 % 4 != 0: the scalar fallback, 51 groups, the
     # last 3 wide), two in registers, the rest unrolled by 4 (three blocks, the last 5
     # rows); two rows a block, float2 (the fallback, 102 groups), four in registers (all
