@@ -86,7 +86,7 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                                        "ITEMS_PER_THREAD": 2, "FINAL": 1}]),
     "s23b_sumsq_warp_slots_constexpr": (("BLOCK_THREADS", "GRID_BLOCKS", "VEC",
                                          "ITEMS_PER_THREAD", "FINAL", "MIN_BLOCKS_PER_SM"),
-                                        [{"BLOCK_THREADS": 128, "GRID_BLOCKS": 58, "VEC": 2,
+                                        [{"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 2,
                                           "ITEMS_PER_THREAD": 4, "FINAL": 0}]),
     "s23b_heat2d_clamp_macro": (("BLOCK_X", "BLOCK_Y", "ITEMS_X", "ITEMS_Y",
                                  "MIN_BLOCKS_PER_SM"),
@@ -252,7 +252,7 @@ def test_a_warp_count_folded_from_other_constants_reads_the_stage(
         "MIN_BLOCKS_PER_SM"]
     env = kf.env(kf.check_shape, "fp32")
     ends = end_configs(template, env)
-    mix = {**dict(template.default_config()), "BLOCK_THREADS": 128, "GRID_BLOCKS": 58,
+    mix = {**dict(template.default_config()), "BLOCK_THREADS": 1024, "GRID_BLOCKS": 132,
            "VEC": 4, "ITEMS_PER_THREAD": 2, "FINAL": 0}
     assert template.space(env).rejection(mix) is None
     configs = [dict(template.default_config()), mix, *(ends if FULL_MATRIX else [ends[0], ends[-1]])]
