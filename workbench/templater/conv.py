@@ -19,9 +19,14 @@ The rewrite makes each thread compute ``OUT_Y`` consecutive output rows: the ``K
 feeds ``acc[k] += w(i = r - k, j) * v`` for every output row ``k`` whose window holds the
 row; all loops over compile-time counts are ``#pragma unroll`` so ``acc[]`` stays in
 registers. Per output row the contributions arrive in the original order (i, then j), so
-results match the kernel as written. The grid's y divisor becomes ``BLOCK_Y * OUT_Y`` (tied
-in the launch rule) and every output row's store is guarded by the author's bounds check.
-Loads of input rows that only rows beyond the check need are skipped, so a kernel without
+results match the kernel as written. A true convolution's flipped filter (the value reads
+the point and a window loop only through ``y - i`` / ``x - j``, ``in[y + R - i]``; a nest
+without a channel loop) walks its inputs downwards instead (:func:`_walk`, :func:`_tap`), so
+each output still takes its taps in the written order; USE_SMEM's tile still holds them
+upwards. The store may go through a local pointer set once into an output argument
+(``float *dst = out + blockIdx.z * plane``, :func:`_output_base`). The grid's y divisor
+becomes ``BLOCK_Y * OUT_Y`` (tied in the launch rule) and every output row's store is
+guarded by the author's bounds check. Loads of input rows that only rows beyond the check need are skipped, so a kernel without
 padding reads nothing it did not read before. Anything else refuses with the reason and the
 line.
 
@@ -154,6 +159,10 @@ class _Window:
     count: int  # 0: a bound only known at run time (a channel loop kept as written)
     body: list[Node]
     downward: bool = False  # from lo + count - 1 down to lo (a channel loop only)
+    #: the value reads the point and this loop only through ``y - i`` (a true convolution's
+    #: flipped filter, ``in[y + R - i]``): the rewrite walks the input rows downwards so
+    #: each output still takes its taps in the written order
+    flipped: bool = False
 
 
 def lift_conv(plan: Plan) -> bool:
@@ -450,11 +459,15 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
         picks = [(nest[0], nest[1], nest[2]), (nest[2], nest[0], nest[1]),
                  (nest[1], nest[0], nest[2]), (nest[0], nest[2], nest[1])]
 
-    def first_bad(v: str, loop_var: str) -> Node | None:
+    def first_bad(v: str, loop_var: str, sign: int = 1) -> Node | None:
         return next((b for part in value_parts
-                     if (b := expr.via_sum(part, v, loop_var)) is not None), None)
+                     if (b := expr.via_sum(part, v, loop_var, sign)) is not None), None)
     rows_ok = [pick for pick in picks if first_bad(y, pick[1].var) is None]
     both_ok = [pick for pick in rows_ok if first_bad(x, pick[2].var) is None]
+    if not rows_ok and len(nest) == 2 and first_bad(y, nest[0].var, -1) is None:
+        # a flipped filter (``y - i``): modelled without a channel loop (its kept reads and
+        # refilled tiles walk the rows upwards)
+        return replace(nest[0], flipped=True), nest[1], None
     if not rows_ok:
         _, outer, inner = picks[0]
         bad = first_bad(y, outer.var)
@@ -602,6 +615,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                       rest[0])
     value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else []), *acc.skips]
     outer, inner, channel = _roles(nest, expr, value_parts, y, x)
+    nest = [outer if w.loop is outer.loop else w for w in nest]
     for w in (outer, inner):
         if w.downward:
             raise Refused(f"the window loop over {w.var} counts down: the window's rows and "
@@ -626,17 +640,20 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                               part)
             if name == acc.acc:
                 raise Refused(f"`{text(part)}` reads the accumulator", part)
-    arrays = {a for part in acc.value for a in _read_bases(plan, part)}
-    for name in list(arrays):
-        value = expr.values.get(name)
-        if value is not None:  # a local holding a read (`float v = in[...]`) or a pointer
-            arrays.discard(name)  # into an input (`const float* plane = in + c * h * w`)
-            arrays |= _read_bases(plan, value) | {n for n in expr.names(value)
-                                                  if plan.pointer(n)}
+    def resolved(arrays: set[str]) -> set[str]:
+        for name in list(arrays):
+            value = expr.values.get(name)
+            if value is not None:  # a local holding a read (`float v = in[...]`) or a
+                arrays.discard(name)  # pointer into an input (`const float* plane = in +
+                arrays |= _read_bases(plan, value) | {  # c * h * w`)
+                    n for n in expr.names(value) if plan.pointer(n)}
+        return arrays
+    arrays = resolved({a for part in acc.value for a in _read_bases(plan, part)})
     for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
-        arrays |= _read_bases(plan, expr.values[name]) | {
+        # `int a = pixel(img, ..);`; `float v = .. ? src[..] : 0` (src a pointer local)
+        arrays |= resolved(_read_bases(plan, expr.values[name])) | {
             m for arg in call_arguments(plan.source, expr.values[name])
-            for m in expr.names(arg) if plan.pointer(m)}  # `int a = pixel(img, ..);`
+            for m in expr.names(arg) if plan.pointer(m)}
     # pointers handed to a read-only helper (`pixel_or_zero(plane, ...)`) are what it reads
     arrays |= {n for part in acc.value for arg in call_arguments(plan.source, part)
                for n in expr.names(arg) if plan.pointer(n)}
@@ -704,8 +721,14 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         raise Refused(f"the grid {plan.grid} does not divide by the block {plan.block}", ydecl)
     # the tap value's type: the input's element, or as the expression gives it (several)
     elem = plan.kernel.param(src).base_type if len(inputs) == 1 else ""
-    x_step, x_refused = _columns(expr, x, j, value_parts, acc.weight, cond, out_when_true,
-                                 target, rhs, init)
+    x_step, x_refused, x_flipped = _columns(expr, x, j, value_parts, acc.weight, cond,
+                                            out_when_true, target, rhs, init)
+    if x_flipped and channel is not None:
+        x_refused = Refused(f"the value reads {x} and {j} through {x} - {j} (a flipped "
+                            "filter): modelled without a channel loop", inner.loop)
+    elif x_flipped:
+        inner = replace(inner, flipped=True)
+        nest = [inner if w.loop is inner.loop else w for w in nest]
     if x_refused is not None:
         plan.note("OUT_X", False, x_refused.reason, x_refused.node)
     # a tile is filled for the block's first point: a local the thread derived from its
@@ -732,7 +755,10 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                    _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
                    tuple(nest), channel, refill, fold, tuple(inputs))
     facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1])
-    if staged:
+    if staged and (outer.flipped or inner.flipped):
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read walks the window upwards: "
+                  "a flipped filter is modelled with one tile of the tap value", outer.loop)
+    elif staged:
         facts = replace(facts, staged=_tiles(plan, expr, facts, guard_stmt, staged, own))
     if channel is nest[0] and facts.smem_at is None and refill is None:
         try:
@@ -778,29 +804,34 @@ def _staged_refusal(inputs: list[str], fold: Fold | None) -> str:
 
 def _columns(expr: _Expr, x: str, j: str, value_parts: list[Node], weights: list[Node],
              cond: Node, out_when_true: bool, target: Node, rhs: Node, init: Node
-             ) -> tuple[Poly, Refused | None]:
+             ) -> tuple[Poly, Refused | None, bool]:
     """OUT_X's conditions (the x / j mirror of OUT_Y's): the value reads x and j only
-    through x + j, the weights and the stored value not at all, the check bounds x from
-    above, the store's index is linear in x. (the index's x step, why not) ."""
-    for part in value_parts:
-        bad = expr.via_sum(part, x, j)
-        if bad is not None:
-            return {}, Refused(f"`{text(bad)}` depends on {x} and {j} other than through "
-                               f"{x} + {j}", bad)
+    through x + j (or only through x - j: flipped), the weights and the stored value not at
+    all, the check bounds x from above, the store's index is linear in x. (the index's x
+    step, why not, flipped) ."""
+    bad = next((b for part in value_parts if (b := expr.via_sum(part, x, j)) is not None),
+               None)
+    flipped = bad is not None and all(expr.via_sum(part, x, j, -1) is None
+                                      for part in value_parts)
+    if bad is not None and not flipped:
+        return {}, Refused(f"`{text(bad)}` depends on {x} and {j} other than through "
+                           f"{x} + {j}", bad), False
     for f in [*weights, rhs, init]:
         if x in expr.names(f):
-            return {}, Refused(f"`{text(f)}` depends on {x}", f)
+            return {}, Refused(f"`{text(f)}` depends on {x}", f), False
     bad_cond = _bounds_from_above(cond, x, out_when_true)
     if bad_cond is not None:
-        return {}, Refused(f"`{text(bad_cond)}` does not bound {x} from above only", bad_cond)
+        return {}, Refused(f"`{text(bad_cond)}` does not bound {x} from above only",
+                           bad_cond), False
     for n in walk(cond):
         if n.type == "identifier" and text(n) in expr.values and x in expr.names(n):
-            return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}", n)
+            return {}, Refused(f"the bounds check reads `{text(n)}`, which depends on {x}",
+                               n), False
     opaque: list[Node] = []
     step = derivative(expr.poly(subscript_index(target), opaque), x)
     if not step or any(x in m for m in step) or any(x in expr.names(o) for o in opaque):
-        return {}, Refused(f"the index of the store is not linear in {x}", target)
-    return step, None
+        return {}, Refused(f"the index of the store is not linear in {x}", target), False
+    return step, None, flipped
 
 
 def _value_decls(expr: _Expr, nest: list[_Window] | tuple[_Window, ...],
@@ -892,9 +923,12 @@ def checked_store(plan: Plan, expr: _Expr, store_stmt: Node, decl: Node, src: st
         raise Refused(f"`{text(store_stmt)}` is not the store `out[i] = f(acc)`", store_stmt)
     target, rhs = store
     out = text(strip(target.child_by_field_name("argument")))  # type: ignore[arg-type]
-    if out == src or not plan.pointer(out):
+    base = _output_base(plan, expr, out, point)
+    if base is None or base in {src} | also:
         raise Refused(f"the store writes {out}: the output must be a pointer other than "
-                      f"the input {src}", store_stmt)
+                      f"the input {src}" + (
+                          f" (it points into {base})" if base not in (None, out) else ""),
+                      store_stmt)
     if expr.names(rhs) & ({y, src} | also):
         raise Refused(f"the stored value `{text(rhs)}` depends on {y} besides the accumulator",
                       rhs)
@@ -915,6 +949,24 @@ def checked_store(plan: Plan, expr: _Expr, store_stmt: Node, decl: Node, src: st
         raise Refused(f"the accumulator's initial value `{text(init)}` depends on the point",
                       init)
     return target, rhs, out, step, init
+
+
+def _output_base(plan: Plan, expr: _Expr, out: str, point: tuple[str, str]) -> str | None:
+    """The pointer argument the store writes through: ``out`` itself, or the one pointer
+    argument a local pointer set once reads (``float *dst = out + blockIdx.z * plane``),
+    its value reading neither the point nor the block's or thread's x / y (the store's
+    index alone moves with them); None otherwise."""
+    if plan.pointer(out):
+        return out
+    value = expr.values.get(out)
+    if value is None or out not in expr.locals or expr.names(value) & set(point):
+        return None
+    spelled = [text(value), *(text(expr.values[n]) for n in expr.names(value)
+                              if n in expr.values)]
+    if any(re.search(r"\b(threadIdx|blockIdx)\s*\.\s*[xy]\b", t) for t in spelled):
+        return None  # it moves with the block's or the thread's point: OUT_Y moves those
+    bases = {n for n in expr.names(value) if plan.pointer(n)}
+    return bases.pop() if len(bases) == 1 else None
 
 
 def _store(stmt: Node) -> tuple[Node, Node] | None:
@@ -977,6 +1029,32 @@ def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None,
     return "\n    ".join(t for t in shown if t)  # "": a declaration left out
 
 
+def _walk(w: _Window, step: str, outs: str) -> str:
+    """The window index of output 0 at the walk's ``step``: the input rows (columns) are
+    walked in the order each output takes its taps, upwards, or downwards where the
+    filter is flipped (``y - i``: step s is tap ``s - (outs - 1)`` of output 0, tap ``s -
+    (outs - 1) + k`` of output k)."""
+    return f"({w.lo_text}) + {step} - ({outs} - 1)" if w.flipped else \
+        f"({w.lo_text}) + {step}"
+
+
+def _walk_note(w: _Window, what: str) -> str:
+    return f"window {what} of output {what} 0" + (
+        " (flipped: the inputs walked downwards, each output's taps in the written order)"
+        if w.flipped else "")
+
+
+def _first(w: _Window, step: str, outs: str) -> str:
+    """The first output that needs the input at the walk's ``step``."""
+    return f"{step} < {outs} - 1 ? {outs} - 1 - {step} : 0" if w.flipped else \
+        f"{step} > {w.count - 1} ? {step} - {w.count - 1} : 0"
+
+
+def _tap(w: _Window, step: str, out: str, outs: str) -> str:
+    """Output ``out``'s tap (0 .. count - 1) at the walk's ``step``."""
+    return f"({step} + {out} - ({outs} - 1))" if w.flipped else f"{step} - {out}"
+
+
 def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = "",
             acc_decl: tuple[Node, str] | None = None, show: Callable[[Node], str] = text
             ) -> str:
@@ -986,16 +1064,16 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
     n, m = f.outer.count, f.inner.count
     if w is f.outer:
         return (f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
-                f"    const int {w.var} = ({w.lo_text}) + wb_r;  // window row of output row 0\n"
+                f"    const int {w.var} = {_walk(w, 'wb_r', oy)};  // {_walk_note(w, 'row')}\n"
                 f"    {_decls(w, show=show)}\n"
                 f"    // the first output row / column that needs this input (past the check: "
                 f"no read)\n"
-                f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n")
+                f"    const int wb_first = {_first(w, 'wb_r', oy)};\n")
     if w is f.inner:
         return (f"#pragma unroll\n    for (int wb_c = 0; wb_c < {m} + {ox} - 1; ++wb_c) {{\n"
-                f"      const int {w.var} = ({w.lo_text}) + wb_c;  // window column of output "
-                f"column 0\n"
-                f"      const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"
+                f"      const int {w.var} = {_walk(w, 'wb_c', ox)};  "
+                f"// {_walk_note(w, 'column')}\n"
+                f"      const int wb_first_c = {_first(w, 'wb_c', ox)};\n"
                 f"      {_decls(w, show=show)}\n")
     body = w.loop.child_by_field_name("body")
     assert body is not None
@@ -1061,7 +1139,9 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
     (tile_h, tile_w), (bx, by), (oy, ox) = tile, block, outs
     n, m, ch = f.outer.count, f.inner.count, f.channel
     planes = f"{ch.count} * " if ch is not None else ""
-    where = {f.outer.var: "wb_pr", f.inner.var: "wb_pc"}
+    # tile row (column) p holds the p-th input row upwards: a flipped window's index there
+    where = {w.var: f"{n - 1 if w is f.outer else m - 1} - {p}" if w.flipped else p
+             for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
     if ch is not None:
         where[ch.var] = "wb_pch"
     levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
@@ -1206,9 +1286,9 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         if m.type != "identifier":
             return None
         if text(m) == i:
-            return f"({i} - wb_k)"
+            return f"({i} + wb_k)" if f.outer.flipped else f"({i} - wb_k)"
         if text(m) == j:
-            return f"({j} - wb_q)"
+            return f"({j} + wb_q)" if f.inner.flipped else f"({j} - wb_q)"
         value = expr.values.get(text(m))
         if text(m) in f.loop_locals and value is not None and {i, j} & expr.names(m) and \
                 depth < 12:
@@ -1251,7 +1331,10 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     ch = f.channel
     # a tile per channel (all staged before the check), read at the channel's own tile
     at_ch = f"[({ch.var}) - ({ch.lo_text})]" if ch is not None else ""
-    at_thread = f"[(int)threadIdx.y * {oy} + wb_r][(int)threadIdx.x * {ox} + wb_c]"
+    # the tile holds the block's inputs upwards: a flipped walk reads it from the top
+    at_r = f"({oy} - 1) - wb_r + {n - 1}" if f.outer.flipped else "wb_r"
+    at_c = f"({ox} - 1) - wb_c + {m - 1}" if f.inner.flipped else "wb_c"
+    at_thread = f"[(int)threadIdx.y * {oy} + {at_r}][(int)threadIdx.x * {ox} + {at_c}]"
     reads = [(one, f"wb_tile{at_ch}{at_thread}")] * (1 in modes) + \
         [(f"{smem} == 2", f"wb_ctile{at_thread}")] * (2 in modes)
     if reads:
@@ -1295,14 +1378,15 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
             (f" && ({f.acc.condition()})" if f.acc.condition() else ""),
             (f"{n} + {oy} - 1", f"{m} + {ox} - 1"), lambda r: render(data, r, tiled))
 
+    tr, tc = _tap(f.outer, "wb_r", "wb_k", oy), _tap(f.inner, "wb_c", "wb_q", ox)
+
     def nest_text(read: str, show: Callable[[Node], str] = show) -> str:
         return (
             "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl, show) for w in f.nest) +
             f"{read}"
             f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
             f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
-            f"          if (wb_r - wb_k >= 0 && wb_r - wb_k < {n} && wb_c - wb_q >= 0 && "
-            f"wb_c - wb_q < {m}) {update};\n"
+            f"          if ({tr} >= 0 && {tr} < {n} && {tc} >= 0 && {tc} < {m}) {update};\n"
             f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
             (refill_close(smem) if refill_head else "") +
             (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
@@ -1352,7 +1436,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                        f"{line(idx['x'][0])}: {text(idx['x'][0])}")
         plan.constrain(f"{ox} * {oy} <= 16")
         plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; "
-                  f"{f.tap_value} at input column {x} + {j} is loaded once per row and feeds every "
+                  f"{f.tap_value} at input column {x} {'-' if f.inner.flipped else '+'} {j} is loaded once per row and feeds every "
                   f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
     plan.block = [bx, by, *plan.block[2:]]
     # the launch rule in the lifted names (a block the author named TX stays TX)
@@ -1372,7 +1456,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
     per = f" per channel (the loop over {ch.var} kept as written: each output sums its " \
         "taps in the written order)" if ch is not None else ""
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {n} x "
-              f"{f.inner.count} window sum; {f.tap_value} at input row {y} + {i} is loaded "
+              f"{f.inner.count} window sum; {f.tap_value} at input row {y} "
+              f"{'-' if f.outer.flipped else '+'} {i} is loaded "
               f"once per row and column{per} and feeds every output row's accumulator; the "
               f"grid's y divisor is {by} * {oy}" + (
                   f"; the fold after each channel's taps (line {line(f.fold.stmts[0])}) runs "
