@@ -16,9 +16,9 @@ extern "C" __global__ void conv5x5_zpad_batch(float *out, const float *in, int w
         for (int i = 0; i < kTaps; ++i)
             for (int j = 0; j < kTaps; ++j) {
                 const int sy = y + 2 - i, sx = x - 2 + j;
-                const float v = (sy >= 0 && sy < height && sx >= 0 && sx < width)
-                                    ? src[sy * width + sx] : 0.0f;
-                acc = fmaf(c_weights[i][kTaps - 1 - j], v, acc);
+                acc = fmaf(c_weights[i][kTaps - 1 - j],
+                           (sy >= 0 && sy < height && sx >= 0 && sx < width)
+                               ? src[sy * width + sx] : 0.0f, acc);
             }
         dst[y * width + x] = acc;
     }

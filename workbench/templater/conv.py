@@ -640,20 +640,17 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                               part)
             if name == acc.acc:
                 raise Refused(f"`{text(part)}` reads the accumulator", part)
-    def resolved(arrays: set[str]) -> set[str]:
-        for name in list(arrays):
-            value = expr.values.get(name)
-            if value is not None:  # a local holding a read (`float v = in[...]`) or a
-                arrays.discard(name)  # pointer into an input (`const float* plane = in +
-                arrays |= _read_bases(plan, value) | {  # c * h * w`)
-                    n for n in expr.names(value) if plan.pointer(n)}
-        return arrays
-    arrays = resolved({a for part in acc.value for a in _read_bases(plan, part)})
+    arrays = {a for part in acc.value for a in _read_bases(plan, part)}
+    for name in list(arrays):
+        value = expr.values.get(name)
+        if value is not None:  # a local holding a read (`float v = in[...]`) or a pointer
+            arrays.discard(name)  # into an input (`const float* plane = in + c * h * w`)
+            arrays |= _read_bases(plan, value) | {n for n in expr.names(value)
+                                                  if plan.pointer(n)}
     for name in [n for part in acc.value for n in expr.names(part) if n in expr.values]:
-        # `int a = pixel(img, ..);`; `float v = .. ? src[..] : 0` (src a pointer local)
-        arrays |= resolved(_read_bases(plan, expr.values[name])) | {
+        arrays |= _read_bases(plan, expr.values[name]) | {
             m for arg in call_arguments(plan.source, expr.values[name])
-            for m in expr.names(arg) if plan.pointer(m)}
+            for m in expr.names(arg) if plan.pointer(m)}  # `int a = pixel(img, ..);`
     # pointers handed to a read-only helper (`pixel_or_zero(plane, ...)`) are what it reads
     arrays |= {n for part in acc.value for arg in call_arguments(plan.source, part)
                for n in expr.names(arg) if plan.pointer(n)}
