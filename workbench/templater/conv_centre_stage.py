@@ -30,7 +30,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, line, text, walk
 from workbench.templater.conv import _declared, _Expr, _Window
-from workbench.templater.gather_stage import _tap_bytes
+from workbench.templater.gather_stage import tap_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import _ELEM, _MAX_SMEM
 from workbench.templater.stencil import _bounds_from_above
@@ -93,7 +93,7 @@ def staged_read(plan: Plan, expr: _Expr, reads: list[tuple[Node, str, str, tuple
             plan.note(NAME, False, f"`{text(s)}` (read by the taps) reads memory, calls or "
                       "reads the thread index: the fill cannot re-declare it", s)
             return None
-    size = _ELEM.get(elem) if node.type != "call_expression" else _tap_bytes(plan, node)
+    size = _ELEM.get(elem) if node.type != "call_expression" else tap_bytes(plan, node)
     if size is None:
         plan.note(NAME, False, f"`{elem}` is no element of known size", node)
         return None

@@ -126,7 +126,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if other is not None:
         raise Refused(f"`{text(other.call)}` reads another function of the position than "
                       f"`{text(taps[0].call)}`: one tile holds one", other.call)
-    size = _tap_bytes(plan, taps[0].call)
+    size = tap_bytes(plan, taps[0].call)
     spans = (_span(plan, idx, "y"), _span(plan, idx, "x"))
     anywhere = _anywhere(plan, taps, cond, out_when_true, uniform, x, y)
     return lambda: _emit(plan, idx, cond, out_when_true, taps, uniform, size, spans, anywhere)
@@ -453,7 +453,7 @@ def _c_eval(raw: str, env: dict[str, int], defs: dict[str, str], depth: int = 0)
     return ev(tree)
 
 
-def _tap_bytes(plan: Plan, call: Node) -> int:
+def tap_bytes(plan: Plan, call: Node) -> int:
     """Bytes of the value the tap returns (its function's declared return type)."""
     fn = call.child_by_field_name("function")
     name = text(fn.child_by_field_name("field")) if fn is not None and \
