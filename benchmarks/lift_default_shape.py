@@ -42,7 +42,7 @@ from workbench.core.write_policy import write_file  # noqa: E402
 from workbench.templater.offline import offline_template  # noqa: E402
 
 #: held-back corpus sets not yet measured: never listed, read or lifted here
-HELD_BACK: tuple[str, ...] = ("corpus_compute_unseen28",)  # set 28: held back until its first contact
+HELD_BACK: tuple[str, ...] = ()
 
 _SASS_LINE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_]*)")
 
