@@ -1128,14 +1128,61 @@ def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passe
             f"      wb_ctile[wb_pr][wb_pc] = {passes} ? ({f.elem})({value}) : ({f.elem})0;\n")
 
 
+@dataclass(frozen=True)
+class WindowFill:
+    """One cooperative fill of the block's window of a read (with its halo) in shared
+    memory before the bounds check, in the texts its caller knows: ``wb_tile[wb_pr][wb_pc]``
+    (``[wb_pch]`` first where a channel loop has a tile per channel) holds the read at
+    window row ``wb_pr`` and column ``wb_pc`` upwards from the block's first output's."""
+
+    knob: str  # the ``#if`` condition
+    what: str  # what is staged, in the header's words
+    elem: str
+    tile: tuple[str, str]  # the tile's rows and columns
+    planes: int | None  # a tile per channel of a channel loop (its count); None: one tile
+    block: tuple[str, str]  # BLOCK_X, BLOCK_Y
+    origin: tuple[str, str]  # the declarations of the block's first output row and column
+    point: tuple[str, str]  # how the read names the point: "y + i", "x + j"
+    reader: str  # what names the point, in the comment's words ("the read names")
+    levels: str  # the window counters' and the loops' declarations, lines of text
+    reach: tuple[int, int]  # n - 1, m - 1: the window's rows and columns past the first
+    passes: str  # the condition the read is taken under (its first output passes the check)
+    value: str
+    zero: str
+
+
+def window_fill(w: WindowFill) -> str:
+    """The fill's text (``#if`` .. ``#endif``, a barrier after the loop)."""
+    (rows, cols), (bx, by), (ry, rx) = w.tile, w.block, w.reach
+    planes = f"{w.planes} * " if w.planes is not None else ""
+    per = "[wb_pch]" if w.planes is not None else ""
+    return (
+        f"#if {w.knob}  // {w.what}, staged once\n"
+        f"  __shared__ {w.elem} wb_tile{f'[{w.planes}]' if w.planes is not None else ''}"
+        f"[{rows}][{cols}];\n"
+        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; "
+        f"wb_e < {planes}{rows} * {cols}; wb_e += {bx} * {by}) {{\n"
+        + (f"    const int wb_pch = wb_e / ({rows} * {cols});\n" if w.planes is not None else "")
+        + f"    const int wb_pr = wb_e / {cols}{f' % {rows}' if w.planes is not None else ''}, "
+        f"wb_pc = wb_e % {cols};\n"
+        f"    // the block's first output row and column ({w.reader} them only "
+        f"through {w.point[0]} and {w.point[1]})\n"
+        f"    {w.origin[0]};\n    {w.origin[1]};\n"
+        f"{w.levels}"
+        f"    // read where the first output of the block that needs it is checked in\n"
+        f"    const int wb_first = wb_pr > {ry} ? wb_pr - {ry} : 0;\n"
+        f"    const int wb_first_c = wb_pc > {rx} ? wb_pc - {rx} : 0;\n"
+        f"    wb_tile{per}[wb_pr][wb_pc] = {w.passes} ? ({w.elem})({w.value}) : {w.zero};\n"
+        f"  }}\n  __syncthreads();\n#endif\n  ")
+
+
 def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
           outs: tuple[str, str], passes: str, value: str) -> str:
     """USE_SMEM's cooperative fill before the bounds check: the block's inputs with the
     window's halo (one tile per channel of a channel loop), each read where the first
     output of the block that needs it passes the check, as the thread would."""
-    (tile_h, tile_w), (bx, by), (oy, ox) = tile, block, outs
+    (bx, by), (oy, ox) = block, outs
     n, m, ch = f.outer.count, f.inner.count, f.channel
-    planes = f"{ch.count} * " if ch is not None else ""
     # tile row (column) p holds the p-th input row upwards: a flipped window's index there
     where = {w.var: f"{n - 1 if w is f.outer else m - 1} - {p}" if w.flipped else p
              for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
@@ -1144,26 +1191,13 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
     levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
                      f"    {_decls(w, show=lambda d: text(d) if d in f.fill_decls else '')}\n"
                      for w in f.nest)
-    return (
-        f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
-        f"  __shared__ {f.elem} wb_tile{f'[{ch.count}]' if ch is not None else ''}"
-        f"[{tile_h}][{tile_w}];\n"
-        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; "
-        f"wb_e < {planes}{tile_h} * {tile_w}; wb_e += {bx} * {by}) {{\n"
-        + (f"    const int wb_pch = wb_e / ({tile_h} * {tile_w});\n" if ch is not None else "")
-        + f"    const int wb_pr = wb_e / {tile_w}{f' % {tile_h}' if ch is not None else ''}, "
-        f"wb_pc = wb_e % {tile_w};\n"
-        f"    // the block's first output row and column (the value reads them only "
-        f"through {f.y} + {f.outer.var} and {f.x} + {f.inner.var})\n"
-        f"    const int {f.y} = (int)blockIdx.y * ({by} * {oy});\n"
-        f"    const int {f.x} = (int)blockIdx.x * ({bx} * {ox});\n"
-        f"{levels}"
-        f"    // read where the first output of the block that needs it is checked in\n"
-        f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
-        f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
-        f"    wb_tile{'[wb_pch]' if ch is not None else ''}[wb_pr][wb_pc] = {passes} ? "
-        f"({f.elem})({value}) : ({f.elem})0;\n"
-        f"  }}\n  __syncthreads();\n#endif\n  ")
+    return window_fill(WindowFill(
+        smem, "the block's inputs with the window's halo", f.elem, tile,
+        ch.count if ch is not None else None, block,
+        (f"const int {f.y} = (int)blockIdx.y * ({by} * {oy})",
+         f"const int {f.x} = (int)blockIdx.x * ({bx} * {ox})"),
+        (f"{f.y} + {f.outer.var}", f"{f.x} + {f.inner.var}"), "the value reads", levels,
+        (n - 1, m - 1), passes, value, f"({f.elem})0"))
 
 
 def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
