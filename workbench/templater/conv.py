@@ -20,10 +20,11 @@ feeds ``acc[k] += w(i = r - k, j) * v`` for every output row ``k`` whose window 
 row; all loops over compile-time counts are ``#pragma unroll`` so ``acc[]`` stays in
 registers. Per output row the contributions arrive in the original order (i, then j), so
 results match the kernel as written. A true convolution's flipped filter (the value reads
-the point and a window loop only through ``y - i`` / ``x - j``, ``in[y + R - i]``; a nest
+the point and a window loop only through ``y - i`` / ``x - j``, ``in[y + R - i]``; with or
 without a channel loop) walks its inputs downwards instead (:func:`_walk`, :func:`_tap`), so
-each output still takes its taps in the written order; USE_SMEM's tile still holds them
-upwards. The store may go through a local pointer set once into an output argument
+each output still takes its taps in the written order; USE_SMEM's tiles (filled once or
+refilled per channel) still hold them upwards, the kept reads' registers in the walk's
+order. The store may go through a local pointer set once into an output argument
 (``float *dst = out + blockIdx.z * plane``, :func:`_output_base`). The grid's y divisor
 becomes ``BLOCK_Y * OUT_Y`` (tied in the launch rule) and every output row's store is
 guarded by the author's bounds check. Loads of input rows that only rows beyond the check need are skipped, so a kernel without
@@ -453,7 +454,9 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
     variable the value reads only through ``y + i``; of three loops, the channel loop is
     the remaining one that leaves the column loop reading through ``x + j`` where one
     does (outermost first), kept as written: each output still sums its taps in the
-    written order, channel by channel."""
+    written order, channel by channel. Where no loop reads as ``y + i``, the one read only
+    through ``y - i`` is the row loop, flipped (a true convolution's filter, with or
+    without a channel loop); the columns may read through ``x + j`` or ``x - j``."""
     picks: list[tuple[_Window | None, _Window, _Window]] = [(None, nest[0], nest[1])]
     if len(nest) == 3:
         picks = [(nest[0], nest[1], nest[2]), (nest[2], nest[0], nest[1]),
@@ -462,12 +465,19 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
     def first_bad(v: str, loop_var: str, sign: int = 1) -> Node | None:
         return next((b for part in value_parts
                      if (b := expr.via_sum(part, v, loop_var, sign)) is not None), None)
+
+    def columns_ok(pick: tuple[_Window | None, _Window, _Window]) -> bool:
+        # through x + j, or x - j (a flipped filter's columns, :func:`_columns`)
+        return first_bad(x, pick[2].var) is None or first_bad(x, pick[2].var, -1) is None
     rows_ok = [pick for pick in picks if first_bad(y, pick[1].var) is None]
-    both_ok = [pick for pick in rows_ok if first_bad(x, pick[2].var) is None]
-    if not rows_ok and len(nest) == 2 and first_bad(y, nest[0].var, -1) is None:
-        # a flipped filter (``y - i``): modelled without a channel loop (its kept reads and
-        # refilled tiles walk the rows upwards)
-        return replace(nest[0], flipped=True), nest[1], None
+    # a flipped filter's rows (``y - i``): read only where no loop reads as ``y + i``
+    flipped_ok = [] if rows_ok else [pick for pick in picks
+                                     if first_bad(y, pick[1].var, -1) is None]
+    if flipped_ok:
+        channel, outer, inner = ([p for p in flipped_ok if columns_ok(p)] or flipped_ok)[0]
+        outer = replace(outer, flipped=True)
+        rows_ok = [(channel, outer, inner)]
+    both_ok = [pick for pick in rows_ok if columns_ok(pick)]
     if not rows_ok:
         _, outer, inner = picks[0]
         bad = first_bad(y, outer.var)
@@ -720,10 +730,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     elem = plan.kernel.param(src).base_type if len(inputs) == 1 else ""
     x_step, x_refused, x_flipped = _columns(expr, x, j, value_parts, acc.weight, cond,
                                             out_when_true, target, rhs, init)
-    if x_flipped and channel is not None:
-        x_refused = Refused(f"the value reads {x} and {j} through {x} - {j} (a flipped "
-                            "filter): modelled without a channel loop", inner.loop)
-    elif x_flipped:
+    if x_flipped:
         inner = replace(inner, flipped=True)
         nest = [inner if w.loop is inner.loop else w for w in nest]
     if x_refused is not None:
@@ -1110,13 +1117,21 @@ def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
                   ch.loop)
 
 
+def _tile_rows(f: _Facts) -> dict[str, str]:
+    """The window rows' and columns' indices at tile row ``wb_pr`` and column ``wb_pc``:
+    tile row (column) p holds the p-th input row upwards, a flipped window's index there
+    counted from its last tap."""
+    return {w.var: f"{w.count - 1} - {p}" if w.flipped else p
+            for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+
+
 def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passes: str,
                  value: str) -> str:
     """The store of one element of the refilled tile (USE_SMEM == 2): the nest's locals
     re-declared for the block's first output and the element's window row and column."""
     (bx, by), (oy, ox) = block, outs
     n, m = f.outer.count, f.inner.count
-    where = {f.outer.var: "wb_pr", f.inner.var: "wb_pc"}
+    where = _tile_rows(f)
     levels = "".join(
         (f"      const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
          if w.var in where else "") + f"      {_decls(w)}\n" for w in f.nest)
@@ -1183,9 +1198,7 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
     output of the block that needs it passes the check, as the thread would."""
     (bx, by), (oy, ox) = block, outs
     n, m, ch = f.outer.count, f.inner.count, f.channel
-    # tile row (column) p holds the p-th input row upwards: a flipped window's index there
-    where = {w.var: f"{n - 1 if w is f.outer else m - 1} - {p}" if w.flipped else p
-             for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+    where = _tile_rows(f)
     if ch is not None:
         where[ch.var] = "wb_pch"
     levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
@@ -1399,10 +1412,10 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         tiled = (lambda m: tiles.at(m, (oy, ox))) if staged and tiles is not None else \
             (lambda m: None)
         return fill(
-            kept, (f"    const int {i} = ({f.outer.lo_text}) + wb_r;\n"
-                   f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n",
-                   f"        const int {j} = ({f.inner.lo_text}) + wb_c;\n"
-                   f"        const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"),
+            kept, (f"    const int {i} = {_walk(f.outer, 'wb_r', oy)};\n"
+                   f"    const int wb_first = {_first(f.outer, 'wb_r', oy)};\n",
+                   f"        const int {j} = {_walk(f.inner, 'wb_c', ox)};\n"
+                   f"        const int wb_first_c = {_first(f.inner, 'wb_c', ox)};\n"),
             ("\n    ".join(text(s) for s in kept.row_decls),
              "\n        ".join(text(s) for s in kept.col_decls)),
             passes("wb_first", "wb_first_c") +
