@@ -752,13 +752,15 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         else:
             plan.note("USE_SMEM=2", False, f"one shared tile refilled per channel: {why}",
                       channel.loop)
+    smem = None if staged else \
+        _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own)
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
-                   None if staged else
-                   _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
+                   smem[0] if smem is not None else None,
                    tuple(nest), channel, refill, fold, tuple(inputs))
-    facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1])
+    facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1],
+                    fill_late=smem[1] if smem is not None else ())
     if staged and (outer.flipped or inner.flipped):
         plan.note("USE_SMEM", False, f"{staged}; a tile per read walks the window upwards: "
                   "a flipped filter is modelled with one tile of the tap value", outer.loop)
@@ -858,11 +860,13 @@ def _value_decls(expr: _Expr, nest: list[_Window] | tuple[_Window, ...],
 
 def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   channel: _Window | None, value_parts: list[Node], own: list[str]
-                  ) -> Node | None:
+                  ) -> tuple[Node, tuple[Node, ...]] | None:
     """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
-    block helps and reaches the barrier); None, noted, where the value reads a local that
-    is declared only after that point, the kernel already uses barriers, or a channel
-    loop's count is known only at run time (a tile per channel is staged)."""
+    block helps and reaches the barrier) and the declarations after that point the value
+    reads, which the fill re-declares; None, noted, where such a declaration reads memory,
+    calls or reads the thread index (:func:`fill_blocker`), the value reads a local derived
+    from the thread's own point, or a channel loop's count is known only at run time (a
+    tile per channel is staged)."""
     if own:
         plan.note("USE_SMEM", False, f"the value reads {', '.join(own)}, derived from the "
                   "thread's own point before the loops: the tile is filled for the block's "
@@ -874,15 +878,30 @@ def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   channel.loop)
         return None
     used, _ = _value_decls(expr, nest, value_parts)  # what the tile holds needs
-    late = sorted(name for name in used if name in expr.locals and any(
-        d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
-        and name in {_declared(c) for c in d.children_by_field_name("declarator")}
-        and not inside(d, nest[0].loop)))
-    if late:
-        plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "
-                  "the bounds check where the tile would be filled", guard)
+    late = [d for d in walk(plan.body) if d.type == "declaration" and
+            d.start_byte >= guard.start_byte and not inside(d, nest[0].loop) and
+            {_declared(c) for c in d.children_by_field_name("declarator")} & used]
+    # the plane's offset declared after the check: re-declared in the fill where it is
+    # the same for every thread of the block (arguments, block indices, constants)
+    blocked = [(d, bad) for d in late if (bad := fill_blocker(d)) is not None]
+    if blocked:
+        names = sorted({_declared(c) for d, _ in blocked
+                        for c in d.children_by_field_name("declarator")} & used)
+        plan.note("USE_SMEM", False, f"the value reads {', '.join(names)}, declared after "
+                  f"the bounds check where the tile would be filled, and `{text(blocked[0][1])}` "
+                  "(a read, a call or the thread index) cannot run in the block's fill",
+                  blocked[0][0])
         return None
-    return guard
+    return guard, tuple(late)
+
+
+def fill_blocker(decl: Node) -> Node | None:
+    """The first part of ``decl`` a block's cooperative fill cannot re-run as written: a
+    read of memory, a call or the thread index (None: values of arguments, block indices
+    and constants, the same for every thread of the block)."""
+    return next((n for n in walk(decl)
+                 if n.type in ("call_expression", "subscript_expression", "pointer_expression")
+                 or builtin(n, "threadIdx") is not None), None)
 
 
 def _read_bases(plan: Plan, node: Node) -> set[str]:
@@ -1015,6 +1034,9 @@ class _Facts:
     keep: Kept | None = None  # reads the same for every channel, kept in registers
     staged: tuple[Tiles, Node] | None = None  # a shared tile per read, filled before the node
     fill_decls: tuple[Node, ...] = ()  # the loops' declarations USE_SMEM's fill runs
+    #: declarations after the bounds check the value reads (the plane's offset), the same
+    #: for the block's threads: USE_SMEM's fill re-declares them
+    fill_late: tuple[Node, ...] = ()
 
     @property
     def tap_value(self) -> str:
@@ -1209,7 +1231,8 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
         ch.count if ch is not None else None, block,
         (f"const int {f.y} = (int)blockIdx.y * ({by} * {oy})",
          f"const int {f.x} = (int)blockIdx.x * ({bx} * {ox})"),
-        (f"{f.y} + {f.outer.var}", f"{f.x} + {f.inner.var}"), "the value reads", levels,
+        (f"{f.y} + {f.outer.var}", f"{f.x} + {f.inner.var}"), "the value reads",
+        "".join(f"    {text(d)}\n" for d in f.fill_late) + levels,
         (n - 1, m - 1), passes, value, f"({f.elem})0"))
 
 
@@ -1233,7 +1256,13 @@ def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
         plan.note("USE_SMEM", False, f"{staged}; a tile per read: {why.reason}", why.node)
         return None
     at = _smem_refusal(plan, expr, guard, list(f.nest), ch, f.acc.value, own)
-    return None if at is None else (tiles, at)
+    if at is not None and at[1]:
+        names = {_declared(c) for d in at[1] for c in d.children_by_field_name("declarator")}
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read: the value reads "
+                  f"{', '.join(sorted(names))}, declared after the bounds check where the "
+                  "tiles would be filled", at[1][0])
+        return None
+    return None if at is None else (tiles, at[0])
 
 
 def _stage(plan: Plan, f: _Facts, knob: str, sizes: tuple[str, str, str, str],

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, line, text, walk
-from workbench.templater.conv import WindowFill, _declared, _Expr, _Window, window_fill
+from workbench.templater.conv import (
+    WindowFill,
+    _declared,
+    _Expr,
+    _Window,
+    fill_blocker,
+    window_fill,
+)
 from workbench.templater.gather_stage import tap_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import _ELEM, _MAX_SMEM
@@ -88,8 +95,7 @@ def staged_read(plan: Plan, expr: _Expr, reads: list[tuple[Node, str, str, tuple
     prefix = tuple(s for s in shared if {_declared(d) for d in
                                          s.children_by_field_name("declarator")} & used)
     for s in prefix:
-        if any(n.type in ("call_expression", "subscript_expression", "pointer_expression")
-               or builtin(n, "threadIdx") is not None for n in walk(s)):
+        if fill_blocker(s) is not None:
             plan.note(NAME, False, f"`{text(s)}` (read by the taps) reads memory, calls or "
                       "reads the thread index: the fill cannot re-declare it", s)
             return None
