@@ -42,7 +42,9 @@ then may be declared in it: a best match over candidates, :mod:`.conv_fold`), ru
 output on its own copy of them. USE_SMEM = 1 stages a
 tile per channel before the check (compile-time count; the bytes of all of them
 constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
-channel loop is outermost. Around an outermost channel loop the reads it does not move are
+channel loop is outermost. The fill before the check re-declares what the value reads that
+is declared after it (``int plane = blockIdx.z * H * W;`` after the early return) where it
+reads no memory, calls nothing and reads no thread index (:func:`fill_blocker`). Around an outermost channel loop the reads it does not move are
 kept in registers across it (:mod:`.conv_fold_keep`, OUT_X then reaches 8 where the kept
 registers fit) and the loop is written twice: without the per-tap test where the thread's
 last output passes the check.
