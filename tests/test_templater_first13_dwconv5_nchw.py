@@ -35,12 +35,14 @@ from workbench.templater.pointer_taps import pointer_taps
 from workbench.templater.semantic import lift_kernel
 
 FOLDER = held_back_unseen13.ROOT / "dwconv5_nchw"
-KNOBS = ("BLOCK_X", "BLOCK_Y", "OUT_Y", "OUT_X", "MIN_BLOCKS_PER_SM")
-#: The expert's H100 pick (BX 128, BY 2, RY 8) in the lift's knobs; a 32 x 4 block of 2
+#: USE_SMEM since session 35: the plane's pointer after the early return is re-declared in
+#: the tile's fill (tests/test_s35_conv_late_plane.py)
+KNOBS = ("BLOCK_X", "BLOCK_Y", "OUT_Y", "USE_SMEM", "OUT_X", "MIN_BLOCKS_PER_SM")
+#: The expert's H100 pick (BX 128, BY 2, RY 8, SMEM 1) in the lift's knobs; a 32 x 4 block of 2
 #: columns x 4 rows (the 19 rows and 37 columns uneven over it); a 16 x 16 block of 4 columns
 #: at two blocks an SM.
-MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8},
-         {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4},
+MIXES = [{"BLOCK_X": 128, "BLOCK_Y": 2, "OUT_Y": 8, "USE_SMEM": 1},
+         {"BLOCK_X": 32, "BLOCK_Y": 4, "OUT_X": 2, "OUT_Y": 4, "USE_SMEM": 1},
          {"BLOCK_X": 16, "BLOCK_Y": 16, "OUT_X": 4, "MIN_BLOCKS_PER_SM": 2}]
 
 
@@ -70,7 +72,7 @@ extern "C" __global__ void dw3_taps(const float* __restrict__ img, const float* 
 }
 """
 
-SPELLING_MIXES = [{"TW": 64, "BLOCK_Y": 2, "OUT_Y": 8},
+SPELLING_MIXES = [{"TW": 64, "BLOCK_Y": 2, "OUT_Y": 8, "USE_SMEM": 1},
                   {"TW": 8, "BLOCK_Y": 8, "OUT_X": 2, "OUT_Y": 2}]
 
 SPELLING_TOML = """name = "dw3_taps"

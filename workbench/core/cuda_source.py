@@ -595,10 +595,20 @@ def parse_cuda(text: str, file: str = "<source>", *, deadline_s: float = PARSE_D
     def halt(*_state: object) -> bool:
         return clock() - start > deadline_s
 
-    tree = _parse(read, halt, file, deadline_s)
-    # Two readings the grammar gets wrong are repaired by parsing a same-length shadow of
-    # the text (see _misreadings) while every node's text still reads the source as written.
-    shadow = data
+    # A shared array's alignment the grammar cannot read is parsed as blanks (_unaligned_shared);
+    # two readings it gets wrong are repaired by parsing a same-length shadow of the text
+    # (see _misreadings). Every node's text still reads the source as written.
+    shadow = _unaligned_shared(data)
+    if shadow is data:
+        tree = _parse(read, halt, file, deadline_s)
+    else:
+        first = [shadow]
+
+        def read_first(offset: int, _point: object, shown: list[bytes] = first) -> bytes:
+            return shown[0][offset:offset + 1024]
+
+        tree = _parse(read_first, halt, file, deadline_s)
+        first[0] = data  # Node.text reads through this reader: the text as written
     for _ in range(_MAX_REPAIR_ROUNDS):
         fixes = _misreadings(tree, data)
         if not fixes:
@@ -629,6 +639,37 @@ def _parse(read: Callable[[int, object], bytes], halt: Callable[..., bool], file
             "CUDA grammar cannot read makes its error recovery slow); the workbench reads "
             "plain CUDA kernels", file=file, line=0, deadline_s=deadline_s)
     return tree
+
+
+# -- a shared array's alignment -------------------------------------------------------------
+
+#: CUDA's ``__align__(n)`` (a macro of the CUDA headers) and GCC's ``__attribute__((aligned(n)))``
+#: (arguments with one level of parentheses: ``__align__(sizeof(float4))``)
+_ALIGNMENT = re.compile(rb"__align__\s*\((?:[^()]|\([^()]*\))*\)|"
+                        rb"__attribute__\s*\(\(\s*aligned\s*(?:\((?:[^()]|\([^()]*\))*\))?"
+                        rb"\s*\)\)")
+
+
+def _unaligned_shared(data: bytes) -> bytes:
+    """``data`` with each alignment of a ``__shared__`` declaration (``extern __shared__
+    __align__(16) float tile[];``, ``__shared__ float t[64] __attribute__((aligned(16)));``)
+    blanked to spaces of the same length, for the parse only: the grammar reads neither, and
+    a declaration without them declares the same array (its alignment only ever larger than
+    the element's). ``data`` itself where there is none. A declaration is the text between
+    the ``;``, ``{`` or ``}`` before the alignment and the ``;`` after it."""
+    spans = []
+    for m in _ALIGNMENT.finditer(data):
+        start = max(data.rfind(b";", 0, m.start()), data.rfind(b"{", 0, m.start()),
+                    data.rfind(b"}", 0, m.start())) + 1
+        end = data.find(b";", m.end())
+        if re.search(rb"\b__shared__\b", data[start:end if end >= 0 else len(data)]):
+            spans.append(m.span())
+    if not spans:
+        return data
+    out = bytearray(data)
+    for a, b in spans:
+        out[a:b] = bytes(c if c in b"\r\n" else 32 for c in data[a:b])
+    return bytes(out)
 
 
 # -- repairs of two misreadings of the grammar -------------------------------------------------

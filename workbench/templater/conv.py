@@ -20,10 +20,11 @@ feeds ``acc[k] += w(i = r - k, j) * v`` for every output row ``k`` whose window 
 row; all loops over compile-time counts are ``#pragma unroll`` so ``acc[]`` stays in
 registers. Per output row the contributions arrive in the original order (i, then j), so
 results match the kernel as written. A true convolution's flipped filter (the value reads
-the point and a window loop only through ``y - i`` / ``x - j``, ``in[y + R - i]``; a nest
+the point and a window loop only through ``y - i`` / ``x - j``, ``in[y + R - i]``; with or
 without a channel loop) walks its inputs downwards instead (:func:`_walk`, :func:`_tap`), so
-each output still takes its taps in the written order; USE_SMEM's tile still holds them
-upwards. The store may go through a local pointer set once into an output argument
+each output still takes its taps in the written order; USE_SMEM's tiles (filled once or
+refilled per channel) still hold them upwards, the kept reads' registers in the walk's
+order. The store may go through a local pointer set once into an output argument
 (``float *dst = out + blockIdx.z * plane``, :func:`_output_base`). The grid's y divisor
 becomes ``BLOCK_Y * OUT_Y`` (tied in the launch rule) and every output row's store is
 guarded by the author's bounds check. Loads of input rows that only rows beyond the check need are skipped, so a kernel without
@@ -41,7 +42,9 @@ then may be declared in it: a best match over candidates, :mod:`.conv_fold`), ru
 output on its own copy of them. USE_SMEM = 1 stages a
 tile per channel before the check (compile-time count; the bytes of all of them
 constrained); USE_SMEM = 2 (:mod:`.conv_refill`) refills one tile per channel where the
-channel loop is outermost. Around an outermost channel loop the reads it does not move are
+channel loop is outermost. The fill before the check re-declares what the value reads that
+is declared after it (``int plane = blockIdx.z * H * W;`` after the early return) where it
+reads no memory, calls nothing and reads no thread index (:func:`fill_blocker`). Around an outermost channel loop the reads it does not move are
 kept in registers across it (:mod:`.conv_fold_keep`, OUT_X then reaches 8 where the kept
 registers fit) and the loop is written twice: without the per-tap test where the thread's
 last output passes the check.
@@ -453,7 +456,9 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
     variable the value reads only through ``y + i``; of three loops, the channel loop is
     the remaining one that leaves the column loop reading through ``x + j`` where one
     does (outermost first), kept as written: each output still sums its taps in the
-    written order, channel by channel."""
+    written order, channel by channel. Where no loop reads as ``y + i``, the one read only
+    through ``y - i`` is the row loop, flipped (a true convolution's filter, with or
+    without a channel loop); the columns may read through ``x + j`` or ``x - j``."""
     picks: list[tuple[_Window | None, _Window, _Window]] = [(None, nest[0], nest[1])]
     if len(nest) == 3:
         picks = [(nest[0], nest[1], nest[2]), (nest[2], nest[0], nest[1]),
@@ -462,12 +467,19 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
     def first_bad(v: str, loop_var: str, sign: int = 1) -> Node | None:
         return next((b for part in value_parts
                      if (b := expr.via_sum(part, v, loop_var, sign)) is not None), None)
+
+    def columns_ok(pick: tuple[_Window | None, _Window, _Window]) -> bool:
+        # through x + j, or x - j (a flipped filter's columns, :func:`_columns`)
+        return first_bad(x, pick[2].var) is None or first_bad(x, pick[2].var, -1) is None
     rows_ok = [pick for pick in picks if first_bad(y, pick[1].var) is None]
-    both_ok = [pick for pick in rows_ok if first_bad(x, pick[2].var) is None]
-    if not rows_ok and len(nest) == 2 and first_bad(y, nest[0].var, -1) is None:
-        # a flipped filter (``y - i``): modelled without a channel loop (its kept reads and
-        # refilled tiles walk the rows upwards)
-        return replace(nest[0], flipped=True), nest[1], None
+    # a flipped filter's rows (``y - i``): read only where no loop reads as ``y + i``
+    flipped_ok = [] if rows_ok else [pick for pick in picks
+                                     if first_bad(y, pick[1].var, -1) is None]
+    if flipped_ok:
+        channel, outer, inner = ([p for p in flipped_ok if columns_ok(p)] or flipped_ok)[0]
+        outer = replace(outer, flipped=True)
+        rows_ok = [(channel, outer, inner)]
+    both_ok = [pick for pick in rows_ok if columns_ok(pick)]
     if not rows_ok:
         _, outer, inner = picks[0]
         bad = first_bad(y, outer.var)
@@ -720,10 +732,7 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     elem = plan.kernel.param(src).base_type if len(inputs) == 1 else ""
     x_step, x_refused, x_flipped = _columns(expr, x, j, value_parts, acc.weight, cond,
                                             out_when_true, target, rhs, init)
-    if x_flipped and channel is not None:
-        x_refused = Refused(f"the value reads {x} and {j} through {x} - {j} (a flipped "
-                            "filter): modelled without a channel loop", inner.loop)
-    elif x_flipped:
+    if x_flipped:
         inner = replace(inner, flipped=True)
         nest = [inner if w.loop is inner.loop else w for w in nest]
     if x_refused is not None:
@@ -745,13 +754,15 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         else:
             plan.note("USE_SMEM=2", False, f"one shared tile refilled per channel: {why}",
                       channel.loop)
+    smem = None if staged else \
+        _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own)
     facts = _Facts(y, outer, inner, acc, loop_locals, body_decls, elem, decl, init,
                    store_stmt, target, rhs, step, cond, out_when_true, src, out,
                    x, x_step if x_refused is None else None,
-                   None if staged else
-                   _smem_refusal(plan, expr, guard_stmt, nest, channel, value_parts, own),
+                   smem[0] if smem is not None else None,
                    tuple(nest), channel, refill, fold, tuple(inputs))
-    facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1])
+    facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1],
+                    fill_late=smem[1] if smem is not None else ())
     if staged and (outer.flipped or inner.flipped):
         plan.note("USE_SMEM", False, f"{staged}; a tile per read walks the window upwards: "
                   "a flipped filter is modelled with one tile of the tap value", outer.loop)
@@ -851,11 +862,13 @@ def _value_decls(expr: _Expr, nest: list[_Window] | tuple[_Window, ...],
 
 def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   channel: _Window | None, value_parts: list[Node], own: list[str]
-                  ) -> Node | None:
+                  ) -> tuple[Node, tuple[Node, ...]] | None:
     """Where the USE_SMEM tile fill goes (before the bounds check, so every thread of the
-    block helps and reaches the barrier); None, noted, where the value reads a local that
-    is declared only after that point, the kernel already uses barriers, or a channel
-    loop's count is known only at run time (a tile per channel is staged)."""
+    block helps and reaches the barrier) and the declarations after that point the value
+    reads, which the fill re-declares; None, noted, where such a declaration reads memory,
+    calls or reads the thread index (:func:`fill_blocker`), the value reads a local derived
+    from the thread's own point, or a channel loop's count is known only at run time (a
+    tile per channel is staged)."""
     if own:
         plan.note("USE_SMEM", False, f"the value reads {', '.join(own)}, derived from the "
                   "thread's own point before the loops: the tile is filled for the block's "
@@ -867,15 +880,30 @@ def _smem_refusal(plan: Plan, expr: _Expr, guard: Node, nest: list[_Window],
                   channel.loop)
         return None
     used, _ = _value_decls(expr, nest, value_parts)  # what the tile holds needs
-    late = sorted(name for name in used if name in expr.locals and any(
-        d.start_byte >= guard.start_byte for d in walk(plan.body) if d.type == "declaration"
-        and name in {_declared(c) for c in d.children_by_field_name("declarator")}
-        and not inside(d, nest[0].loop)))
-    if late:
-        plan.note("USE_SMEM", False, f"the value reads {', '.join(late)}, declared after "
-                  "the bounds check where the tile would be filled", guard)
+    late = [d for d in walk(plan.body) if d.type == "declaration" and
+            d.start_byte >= guard.start_byte and not inside(d, nest[0].loop) and
+            {_declared(c) for c in d.children_by_field_name("declarator")} & used]
+    # the plane's offset declared after the check: re-declared in the fill where it is
+    # the same for every thread of the block (arguments, block indices, constants)
+    blocked = [(d, bad) for d in late if (bad := fill_blocker(d)) is not None]
+    if blocked:
+        names = sorted({_declared(c) for d, _ in blocked
+                        for c in d.children_by_field_name("declarator")} & used)
+        plan.note("USE_SMEM", False, f"the value reads {', '.join(names)}, declared after "
+                  f"the bounds check where the tile would be filled, and `{text(blocked[0][1])}` "
+                  "(a read, a call or the thread index) cannot run in the block's fill",
+                  blocked[0][0])
         return None
-    return guard
+    return guard, tuple(late)
+
+
+def fill_blocker(decl: Node) -> Node | None:
+    """The first part of ``decl`` a block's cooperative fill cannot re-run as written: a
+    read of memory, a call or the thread index (None: values of arguments, block indices
+    and constants, the same for every thread of the block)."""
+    return next((n for n in walk(decl)
+                 if n.type in ("call_expression", "subscript_expression", "pointer_expression")
+                 or builtin(n, "threadIdx") is not None), None)
 
 
 def _read_bases(plan: Plan, node: Node) -> set[str]:
@@ -1008,6 +1036,9 @@ class _Facts:
     keep: Kept | None = None  # reads the same for every channel, kept in registers
     staged: tuple[Tiles, Node] | None = None  # a shared tile per read, filled before the node
     fill_decls: tuple[Node, ...] = ()  # the loops' declarations USE_SMEM's fill runs
+    #: declarations after the bounds check the value reads (the plane's offset), the same
+    #: for the block's threads: USE_SMEM's fill re-declares them
+    fill_late: tuple[Node, ...] = ()
 
     @property
     def tap_value(self) -> str:
@@ -1110,13 +1141,21 @@ def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
                   ch.loop)
 
 
+def _tile_rows(f: _Facts) -> dict[str, str]:
+    """The window rows' and columns' indices at tile row ``wb_pr`` and column ``wb_pc``:
+    tile row (column) p holds the p-th input row upwards, a flipped window's index there
+    counted from its last tap."""
+    return {w.var: f"{w.count - 1} - {p}" if w.flipped else p
+            for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+
+
 def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passes: str,
                  value: str) -> str:
     """The store of one element of the refilled tile (USE_SMEM == 2): the nest's locals
     re-declared for the block's first output and the element's window row and column."""
     (bx, by), (oy, ox) = block, outs
     n, m = f.outer.count, f.inner.count
-    where = {f.outer.var: "wb_pr", f.inner.var: "wb_pc"}
+    where = _tile_rows(f)
     levels = "".join(
         (f"      const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
          if w.var in where else "") + f"      {_decls(w)}\n" for w in f.nest)
@@ -1128,42 +1167,75 @@ def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passe
             f"      wb_ctile[wb_pr][wb_pc] = {passes} ? ({f.elem})({value}) : ({f.elem})0;\n")
 
 
+@dataclass(frozen=True)
+class WindowFill:
+    """One cooperative fill of the block's window of a read (with its halo) in shared
+    memory before the bounds check, in the texts its caller knows: ``wb_tile[wb_pr][wb_pc]``
+    (``[wb_pch]`` first where a channel loop has a tile per channel) holds the read at
+    window row ``wb_pr`` and column ``wb_pc`` upwards from the block's first output's."""
+
+    knob: str  # the ``#if`` condition
+    what: str  # what is staged, in the header's words
+    elem: str
+    tile: tuple[str, str]  # the tile's rows and columns
+    planes: int | None  # a tile per channel of a channel loop (its count); None: one tile
+    block: tuple[str, str]  # BLOCK_X, BLOCK_Y
+    origin: tuple[str, str]  # the declarations of the block's first output row and column
+    point: tuple[str, str]  # how the read names the point: "y + i", "x + j"
+    reader: str  # what names the point, in the comment's words ("the read names")
+    levels: str  # the window counters' and the loops' declarations, lines of text
+    reach: tuple[int, int]  # n - 1, m - 1: the window's rows and columns past the first
+    passes: str  # the condition the read is taken under (its first output passes the check)
+    value: str
+    zero: str
+
+
+def window_fill(w: WindowFill) -> str:
+    """The fill's text (``#if`` .. ``#endif``, a barrier after the loop)."""
+    (rows, cols), (bx, by), (ry, rx) = w.tile, w.block, w.reach
+    planes = f"{w.planes} * " if w.planes is not None else ""
+    per = "[wb_pch]" if w.planes is not None else ""
+    return (
+        f"#if {w.knob}  // {w.what}, staged once\n"
+        f"  __shared__ {w.elem} wb_tile{f'[{w.planes}]' if w.planes is not None else ''}"
+        f"[{rows}][{cols}];\n"
+        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; "
+        f"wb_e < {planes}{rows} * {cols}; wb_e += {bx} * {by}) {{\n"
+        + (f"    const int wb_pch = wb_e / ({rows} * {cols});\n" if w.planes is not None else "")
+        + f"    const int wb_pr = wb_e / {cols}{f' % {rows}' if w.planes is not None else ''}, "
+        f"wb_pc = wb_e % {cols};\n"
+        f"    // the block's first output row and column ({w.reader} them only "
+        f"through {w.point[0]} and {w.point[1]})\n"
+        f"    {w.origin[0]};\n    {w.origin[1]};\n"
+        f"{w.levels}"
+        f"    // read where the first output of the block that needs it is checked in\n"
+        f"    const int wb_first = wb_pr > {ry} ? wb_pr - {ry} : 0;\n"
+        f"    const int wb_first_c = wb_pc > {rx} ? wb_pc - {rx} : 0;\n"
+        f"    wb_tile{per}[wb_pr][wb_pc] = {w.passes} ? ({w.elem})({w.value}) : {w.zero};\n"
+        f"  }}\n  __syncthreads();\n#endif\n  ")
+
+
 def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
           outs: tuple[str, str], passes: str, value: str) -> str:
     """USE_SMEM's cooperative fill before the bounds check: the block's inputs with the
     window's halo (one tile per channel of a channel loop), each read where the first
     output of the block that needs it passes the check, as the thread would."""
-    (tile_h, tile_w), (bx, by), (oy, ox) = tile, block, outs
+    (bx, by), (oy, ox) = block, outs
     n, m, ch = f.outer.count, f.inner.count, f.channel
-    planes = f"{ch.count} * " if ch is not None else ""
-    # tile row (column) p holds the p-th input row upwards: a flipped window's index there
-    where = {w.var: f"{n - 1 if w is f.outer else m - 1} - {p}" if w.flipped else p
-             for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+    where = _tile_rows(f)
     if ch is not None:
         where[ch.var] = "wb_pch"
     levels = "".join(f"    const int {w.var} = ({w.lo_text}) + {where[w.var]};\n"
                      f"    {_decls(w, show=lambda d: text(d) if d in f.fill_decls else '')}\n"
                      for w in f.nest)
-    return (
-        f"#if {smem}  // the block's inputs with the window's halo, staged once\n"
-        f"  __shared__ {f.elem} wb_tile{f'[{ch.count}]' if ch is not None else ''}"
-        f"[{tile_h}][{tile_w}];\n"
-        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; "
-        f"wb_e < {planes}{tile_h} * {tile_w}; wb_e += {bx} * {by}) {{\n"
-        + (f"    const int wb_pch = wb_e / ({tile_h} * {tile_w});\n" if ch is not None else "")
-        + f"    const int wb_pr = wb_e / {tile_w}{f' % {tile_h}' if ch is not None else ''}, "
-        f"wb_pc = wb_e % {tile_w};\n"
-        f"    // the block's first output row and column (the value reads them only "
-        f"through {f.y} + {f.outer.var} and {f.x} + {f.inner.var})\n"
-        f"    const int {f.y} = (int)blockIdx.y * ({by} * {oy});\n"
-        f"    const int {f.x} = (int)blockIdx.x * ({bx} * {ox});\n"
-        f"{levels}"
-        f"    // read where the first output of the block that needs it is checked in\n"
-        f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
-        f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
-        f"    wb_tile{'[wb_pch]' if ch is not None else ''}[wb_pr][wb_pc] = {passes} ? "
-        f"({f.elem})({value}) : ({f.elem})0;\n"
-        f"  }}\n  __syncthreads();\n#endif\n  ")
+    return window_fill(WindowFill(
+        smem, "the block's inputs with the window's halo", f.elem, tile,
+        ch.count if ch is not None else None, block,
+        (f"const int {f.y} = (int)blockIdx.y * ({by} * {oy})",
+         f"const int {f.x} = (int)blockIdx.x * ({bx} * {ox})"),
+        (f"{f.y} + {f.outer.var}", f"{f.x} + {f.inner.var}"), "the value reads",
+        "".join(f"    {text(d)}\n" for d in f.fill_late) + levels,
+        (n - 1, m - 1), passes, value, f"({f.elem})0"))
 
 
 def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
@@ -1186,7 +1258,13 @@ def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
         plan.note("USE_SMEM", False, f"{staged}; a tile per read: {why.reason}", why.node)
         return None
     at = _smem_refusal(plan, expr, guard, list(f.nest), ch, f.acc.value, own)
-    return None if at is None else (tiles, at)
+    if at is not None and at[1]:
+        names = {_declared(c) for d in at[1] for c in d.children_by_field_name("declarator")}
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read: the value reads "
+                  f"{', '.join(sorted(names))}, declared after the bounds check where the "
+                  "tiles would be filled", at[1][0])
+        return None
+    return None if at is None else (tiles, at[0])
 
 
 def _stage(plan: Plan, f: _Facts, knob: str, sizes: tuple[str, str, str, str],
@@ -1365,10 +1443,10 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         tiled = (lambda m: tiles.at(m, (oy, ox))) if staged and tiles is not None else \
             (lambda m: None)
         return fill(
-            kept, (f"    const int {i} = ({f.outer.lo_text}) + wb_r;\n"
-                   f"    const int wb_first = wb_r > {n - 1} ? wb_r - {n - 1} : 0;\n",
-                   f"        const int {j} = ({f.inner.lo_text}) + wb_c;\n"
-                   f"        const int wb_first_c = wb_c > {m - 1} ? wb_c - {m - 1} : 0;\n"),
+            kept, (f"    const int {i} = {_walk(f.outer, 'wb_r', oy)};\n"
+                   f"    const int wb_first = {_first(f.outer, 'wb_r', oy)};\n",
+                   f"        const int {j} = {_walk(f.inner, 'wb_c', ox)};\n"
+                   f"        const int wb_first_c = {_first(f.inner, 'wb_c', ox)};\n"),
             ("\n    ".join(text(s) for s in kept.row_decls),
              "\n        ".join(text(s) for s in kept.col_decls)),
             passes("wb_first", "wb_first_c") +

@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import builtin, line, text, walk
-from workbench.templater.conv import _declared, _Expr, _Window
+from workbench.templater.conv import (
+    WindowFill,
+    _declared,
+    _Expr,
+    _Window,
+    fill_blocker,
+    window_fill,
+)
 from workbench.templater.gather_stage import tap_bytes
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import _ELEM, _MAX_SMEM
@@ -88,8 +95,7 @@ def staged_read(plan: Plan, expr: _Expr, reads: list[tuple[Node, str, str, tuple
     prefix = tuple(s for s in shared if {_declared(d) for d in
                                          s.children_by_field_name("declarator")} & used)
     for s in prefix:
-        if any(n.type in ("call_expression", "subscript_expression", "pointer_expression")
-               or builtin(n, "threadIdx") is not None for n in walk(s)):
+        if fill_blocker(s) is not None:
             plan.note(NAME, False, f"`{text(s)}` (read by the taps) reads memory, calls or "
                       "reads the thread index: the fill cannot re-declare it", s)
             return None
@@ -109,31 +115,22 @@ def fill(stage: Stage, shape: tuple[str, str, str, str], point: tuple[str, str, 
     x, y, ytype = point
     outer, inner = window
     n, m = outer.count, inner.count
-    rows, cols = f"({by} * {oy} + {n - 1})", f"({bx} + {m - 1})"
     cond, out_when_true = check
     shifted = re.sub(rf"\b{re.escape(y)}\b", f"({y} + wb_first)", cond)
     shifted = re.sub(rf"\b{re.escape(x)}\b", f"({x} + wb_first_c)", shifted)
     passes = f"!({shifted})" if out_when_true else f"({shifted})"
     guard = f" && {stage.guard}" if stage.guard else ""
-    decls = "".join(f"    {text(s)}\n" for s in [*stage.prefix])
-    needs = "".join(f"    {text(s)}\n" for s in stage.needs)
-    return (
-        f"#if {knob}  // the block's window of the read with its halo, staged once\n"
-        f"  __shared__ {stage.elem} wb_tile[{rows}][{cols}];\n"
-        f"  for (int wb_e = (int)threadIdx.y * {bx} + (int)threadIdx.x; wb_e < {rows} * {cols}; "
-        f"wb_e += {bx} * {by}) {{\n"
-        f"    const int wb_pr = wb_e / {cols}, wb_pc = wb_e % {cols};\n"
-        f"    // the block's first output row and column (the read names them only through "
-        f"{y} + {outer.var} and {x} + {inner.var})\n"
-        f"    const {ytype} {y} = ({ytype})blockIdx.y * ({by} * {oy});\n"
-        f"    const int {x} = (int)blockIdx.x * {bx};\n{decls}"
-        f"    const int {outer.var} = ({outer.lo_text}) + wb_pr;\n"
-        f"    const int {inner.var} = ({inner.lo_text}) + wb_pc;\n{needs}"
-        f"    // read where the first output of the block that needs it is checked in\n"
-        f"    const int wb_first = wb_pr > {n - 1} ? wb_pr - {n - 1} : 0;\n"
-        f"    const int wb_first_c = wb_pc > {m - 1} ? wb_pc - {m - 1} : 0;\n"
-        f"    wb_tile[wb_pr][wb_pc] = {passes}{guard} ? ({stage.elem})({text(stage.read)}) : "
-        f"{zero};\n  }}\n  __syncthreads();\n#endif\n  ")
+    levels = ("".join(f"    {text(s)}\n" for s in stage.prefix)
+              + f"    const int {outer.var} = ({outer.lo_text}) + wb_pr;\n"
+              f"    const int {inner.var} = ({inner.lo_text}) + wb_pc;\n"
+              + "".join(f"    {text(s)}\n" for s in stage.needs))
+    return window_fill(WindowFill(
+        knob, "the block's window of the read with its halo", stage.elem,
+        (f"({by} * {oy} + {n - 1})", f"({bx} + {m - 1})"), None, (bx, by),
+        (f"const {ytype} {y} = ({ytype})blockIdx.y * ({by} * {oy})",
+         f"const int {x} = (int)blockIdx.x * {bx}"),
+        (f"{y} + {outer.var}", f"{x} + {inner.var}"), "the read names", levels,
+        (n - 1, m - 1), passes + guard, text(stage.read), zero))
 
 
 def tile_read(inner: _Window, oy: str) -> str:

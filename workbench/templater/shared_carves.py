@@ -23,12 +23,14 @@ and the buffer named nowhere else; the launch's ``smem_bytes`` an integer that i
 number of elements, at most 48 KB (static arrays' limit), leaving the last part at least one
 element (the last part's extent is what it leaves: written as an earlier part's extent where
 it is that size, else as the number, where no tile family reads it as a tile). Elsewhere the
-buffer stays as written with the reason and line (the block lift then keeps the block, which
+buffer's alignment as written (``extern __shared__ __align__(16) float smem[];``) stays on
+every part. Elsewhere the buffer stays as written with the reason and line (the block lift then keeps the block, which
 the launch sizes the buffer for: :mod:`.regtile_blockdim`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -153,10 +155,18 @@ def _carve_edits(root: Node, body: Node, externs: list[Node], smem_bytes: str,
         same = next((t for t, m in zip(texts, sizes, strict=False) if m == n), None)
         texts.append(own or same or str(n))
     edits = [(extern.start_byte, extern.end_byte, "")]
+    # the buffer's alignment as written (``extern __shared__ __align__(16) float smem[];``)
+    # stays on every part: a part may be read as wider vectors
+    aligned = _ALIGNMENT.search(text(extern))
+    align = f"{aligned.group(0)} " if aligned is not None else ""
     for part, extent in zip(parts, texts, strict=True):
         edits.append((part.decl.start_byte, part.decl.end_byte,
-                      f"__shared__ {elem} {part.name}[{extent}];"))
+                      f"__shared__ {align}{elem} {part.name}[{extent}];"))
     return edits, [p.name for p in parts]
+
+
+#: an alignment written on the buffer: CUDA's ``__align__(n)``, C++'s ``alignas(n)``
+_ALIGNMENT = re.compile(r"\b(?:__align__|alignas)\s*\((?:[^()]|\([^()]*\))*\)")
 
 
 def _buffer(extern: Node) -> tuple[str, str]:
