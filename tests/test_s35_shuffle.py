@@ -14,8 +14,9 @@ the item's first line cannot name is refused with its line.
 Respellings (tests/spellings_s35_shuffle/): an NCHW pixel shuffle with macros and size_t
 locals (ps_r_macro_sizet) and an NHWC depth-to-space with an early return, a helper and the
 channel fastest (d2s_nhwc_exit: its row is one pixel's C channels, so an item is VEC
-channels of ITEM_ROWS adjacent output pixels). Session 34's depth_to_space2 lifts it too;
-shuffle_up2_bits (sizes by ``W << 1``) is a documented gap: its bound is no size expression.
+channels of ITEM_ROWS adjacent output pixels). Session 34's depth_to_space2 and
+shuffle_up2_bits (sizes by ``W << 1``: a shift by a literal now reads as a size) and round
+31b's grid-stride and unsigned-helper spellings lift it too.
 
 Host (g++): each bit for bit against the kernel as written at the default, the expert-like
 mix, the ends of ITEM_ROWS (with VEC 1, 2 and 4 where the extent allows) and the all-ends
@@ -55,6 +56,7 @@ FOLDERS: dict[str, tuple[Path, str, str, int]] = {
     "ps_r_macro_sizet": (SPELLINGS / "ps_r_macro_sizet", "ow", "w", 6),
     "d2s_nhwc_exit": (SPELLINGS / "d2s_nhwc_exit", "C", "c", 8),
     "depth_to_space2": (S34 / "depth_to_space2", "(size_t)(W * kUp)", "w", 8),
+    "shuffle_up2_bits": (S34 / "shuffle_up2_bits", "ow", "w", 8),
     # a grid-stride loop run once a thread (GRID_STRIDE_ONCE), unsigned indices and a helper
     "pixel_shuffle_r2_gridstride": (R31B / "pixel_shuffle_r2_gridstride.cu", "ow", "w", 8),
     "pixel_shuffle_r2_helper_unsigned": (R31B / "pixel_shuffle_r2_helper_unsigned.cu",
@@ -103,12 +105,18 @@ def test_the_space_keeps_the_rows_whole() -> None:
     assert large.rejection({**default, "VEC": 4, "ITEM_ROWS": 4, "ITEMS_PER_THREAD": 2}) is None
 
 
-def test_a_width_by_a_shift_is_a_documented_gap() -> None:
-    """Session 34's shuffle_up2_bits sizes its output by ``W << 1``: its bound ``total`` is
-    no size expression (:func:`~.vector_access.size_expression` reads + - * /), so the rows
-    a group must divide are not known; VEC and ITEMS_PER_THREAD lift as before."""
+def test_a_size_by_a_shift_is_its_product() -> None:
+    """Session 34's shuffle_up2_bits sizes its output by ``W << 1``: a left shift by a
+    literal is a size (:func:`~.vector_access.size_expression`), so its bound ``total`` and
+    row ``ow`` are known and the rows' constraints read them as products."""
     lifted = _lifted(S34 / "shuffle_up2_bits")
-    assert {p.name for p in lifted.params} == KNOBS - {"ITEM_ROWS"}
+    assert {p.name for p in lifted.params} == KNOBS, lifted.notes
+    assert "ITEM_ROWS == 1 or (w * 2) % VEC == 0" in lifted.constraints, lifted.constraints
+    # a shift by a run-time amount is still no size
+    source = (S34 / "shuffle_up2_bits" / "baseline.cu").read_text().replace(
+        "const int ow = W << 1;", "const int ow = W << (N & 1);")
+    lifted = lift_kernel(source, entry="shuffle_up2", grid=["ceil_div(n * c * 4 * h * w, 256)"],
+                         block=["256"], scalars={"N": "n", "C": "c", "H": "h", "W": "w"})
     assert "ITEM_ROWS: not applied: the bound `total` is no size of the shape (line 11)" in \
         lifted.notes, lifted.notes
 
