@@ -48,25 +48,28 @@ CORPUS = held_back_unseen22.SET.root / "pixel_shuffle_r2"
 KNOBS = frozenset({"BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "ITEM_ROWS",
                    "MIN_BLOCKS_PER_SM"})
 
+NCHW = {"w": 8, "h": 6}  # rows of 16, planes of 12 rows
 #: folder -> (path: a folder, or a round-31b spelling of the corpus kernel's, the row width
-#: as the note names it, the size key whose extent makes the row a multiple of 4, that
-#: extent)
-FOLDERS: dict[str, tuple[Path, str, str, int]] = {
-    "pixel_shuffle_r2": (CORPUS, "((W) * PS_R)", "w", 8),
-    "ps_r_macro_sizet": (SPELLINGS / "ps_r_macro_sizet", "ow", "w", 6),
-    "d2s_nhwc_exit": (SPELLINGS / "d2s_nhwc_exit", "C", "c", 8),
-    "depth_to_space2": (S34 / "depth_to_space2", "(size_t)(W * kUp)", "w", 8),
-    "shuffle_up2_bits": (S34 / "shuffle_up2_bits", "ow", "w", 8),
+#: as the note names it, the check shape's sizes that make the row a multiple of 4 and the
+#: row's next extent a multiple of 4 rows)
+FOLDERS: dict[str, tuple[Path, str, dict[str, int]]] = {
+    "pixel_shuffle_r2": (CORPUS, "((W) * PS_R)", NCHW),
+    "ps_r_macro_sizet": (SPELLINGS / "ps_r_macro_sizet", "ow", {"w": 6, "h": 4}),
+    # rows of 8 channels, 8 pixels a row of the image
+    "d2s_nhwc_exit": (SPELLINGS / "d2s_nhwc_exit", "C", {"c": 8, "w": 4}),
+    "depth_to_space2": (S34 / "depth_to_space2", "(size_t)(W * kUp)", NCHW),
+    "shuffle_up2_bits": (S34 / "shuffle_up2_bits", "ow", NCHW),
     # a grid-stride loop run once a thread (GRID_STRIDE_ONCE), unsigned indices and a helper
-    "pixel_shuffle_r2_gridstride": (R31B / "pixel_shuffle_r2_gridstride.cu", "ow", "w", 8),
+    "pixel_shuffle_r2_gridstride": (R31B / "pixel_shuffle_r2_gridstride.cu", "ow", NCHW),
     "pixel_shuffle_r2_helper_unsigned": (R31B / "pixel_shuffle_r2_helper_unsigned.cu",
-                                         "(R * W)", "w", 8),
+                                         "(R * W)", NCHW),
 }
 #: the expert's pick (JV 2 x XV 2 is VEC 4; IV 2; 2 units a thread of 256), a float2 mix,
 #: ITEM_ROWS at its end with each VEC, an odd block
 MIXES: list[dict[str, int]] = [
     {"VEC": 4, "ITEM_ROWS": 2, "ITEMS_PER_THREAD": 2},
     {"BLOCK_THREADS": 64, "VEC": 2, "ITEM_ROWS": 2, "ITEMS_PER_THREAD": 4},
+    {"BLOCK_THREADS": 96, "VEC": 1, "ITEM_ROWS": 2, "ITEMS_PER_THREAD": 2},
     {"BLOCK_THREADS": 96, "VEC": 1, "ITEM_ROWS": 4, "ITEMS_PER_THREAD": 1},
     {"BLOCK_THREADS": 128, "VEC": 2, "ITEM_ROWS": 4, "ITEMS_PER_THREAD": 8},
     {"BLOCK_THREADS": 32, "VEC": 4, "ITEM_ROWS": 4, "ITEMS_PER_THREAD": 1,
@@ -80,7 +83,7 @@ def _lifted(path: Path) -> Any:
 
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_the_shuffle_lifts_item_rows(name: str, tmp_path: Path) -> None:
-    _path, width, _key, _extent = FOLDERS[name]
+    width = FOLDERS[name][1]
     lifted = offline_template(_folder(name, tmp_path, None)).lifted
     assert {p.name for p in lifted.params} == KNOBS, lifted.notes
     note = next(n for n in lifted.notes if n.startswith("ITEM_ROWS: applied"))
@@ -89,17 +92,27 @@ def test_the_shuffle_lifts_item_rows(name: str, tmp_path: Path) -> None:
     assert any(c.startswith("ITEM_ROWS == 1 or ") and c.endswith(" % VEC == 0")
                for c in lifted.constraints), lifted.constraints
     assert "wb_unit_row<VEC, ITEM_ROWS>(" in lifted.source
+    if name == "pixel_shuffle_r2":  # one test a unit, its rows' quotients from its first's
+        assert "    if (wb_first < total) {  // every row of the unit, or none" in lifted.source
+        assert "int oy = wb_unit_mod(wb_at / (((W) * PS_R)), wb_unit_carry(wb_at, wb_v, " \
+            "(((W) * PS_R))), (((H) * PS_R)));" in lifted.source
 
 
 def test_the_space_keeps_the_rows_whole() -> None:
-    """pixel_shuffle_r2 at its check shape (rows of 22): float4 vectors would cross a row, so
-    ITEM_ROWS > 1 takes VEC 1 or 2 there; at rows of 16 VEC 4 too."""
+    """pixel_shuffle_r2 at its check shape (rows of 22, planes of 26 rows): float4 vectors
+    would cross a row, and a unit of four rows would straddle two planes (its rows would
+    not share ``oy / 2``), so ITEM_ROWS > 1 takes VEC 1 or 2 and two rows there; at the
+    tuning shape (rows of 1024, planes of 1024 rows) VEC 4 and four rows too."""
     kf = load_kernel_folder(FOLDERS["pixel_shuffle_r2"][0])
     template = offline_template(kf).template
     default = template.default_config()
     space = template.space(kf.env(kf.check_shape, "fp32"))
-    assert space.rejection({**default, "VEC": 4, "ITEM_ROWS": 2}) is not None
-    assert space.rejection({**default, "VEC": 2, "ITEM_ROWS": 4}) is None
+    assert space.rejection({**default, "VEC": 4, "ITEM_ROWS": 2}) == \
+        "ITEM_ROWS == 1 or (w * 2) % VEC == 0"
+    assert space.rejection({**default, "VEC": 2, "ITEM_ROWS": 4}) == \
+        "ITEM_ROWS == 1 or ((w * 2) * (h * 2)) == (w * 2) or ((w * 2) * (h * 2)) % " \
+        "((w * 2) * ITEM_ROWS) == 0"
+    assert space.rejection({**default, "VEC": 2, "ITEM_ROWS": 2}) is None
     assert space.rejection({**default, "VEC": 4, "ITEM_ROWS": 1}) is None
     large = template.space(kf.env("large", "fp32"))
     assert large.rejection({**default, "VEC": 4, "ITEM_ROWS": 4, "ITEMS_PER_THREAD": 2}) is None
@@ -164,20 +177,22 @@ def test_a_row_width_not_known_is_refused_with_its_line(old: str, new: str, why:
     assert f"ITEM_ROWS: not applied: {why} (line {line})" in notes, notes
 
 
-def _folder(name: str, root: Path, extent: int | None) -> KernelFolder:
+def _folder(name: str, root: Path, extents: dict[str, int] | None) -> KernelFolder:
     """``name``'s folder (a round-31b spelling: the corpus folder respelled under ``root``),
-    its check shape's size key set to ``extent`` (a copy) where given."""
-    path, _width, key, _extent = FOLDERS[name]
+    its check shape's sizes set to ``extents`` (a copy) where given."""
+    path = FOLDERS[name][0]
     if path.suffix == ".cu":
         path = respelled(CORPUS, root / "spelled", path.read_text()).path
-    if extent is None:
+    if extents is None:
         return load_kernel_folder(path)
     copy = root / "extent" / path.name
     shutil.copytree(path, copy, ignore=shutil.ignore_patterns("expert"))
     toml = copy / "kernel.toml"
-    small = re.compile(r"^(small = \{.*\b" + key + r" = )\d+", re.M)
-    text, hits = small.subn(lambda m: f"{m.group(1)}{extent}", toml.read_text())
-    assert hits == 1
+    text = toml.read_text()
+    for key, extent in extents.items():
+        small = re.compile(r"^(small = \{.*\b" + key + r" = )\d+", re.M)
+        text, hits = small.subn(lambda m, e=extent: f"{m.group(1)}{e}", text)
+        assert hits == 1
     toml.write_text(text)
     return load_kernel_folder(copy)
 
@@ -188,14 +203,16 @@ def _folder(name: str, root: Path, extent: int | None) -> KernelFolder:
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_the_shuffle_computes_as_written(name: str, whole_rows: bool, tmp_path: Path,
                                          host_flags: tuple[str, ...]) -> None:  # noqa: F811
-    extent = FOLDERS[name][3]
-    kf = _folder(name, tmp_path / "folder", extent if whole_rows else None)
+    kf = _folder(name, tmp_path / "folder", FOLDERS[name][2] if whole_rows else None)
     template = offline_template(kf).template
     env = kf.env(kf.check_shape, "fp32")
     space, default = template.space(env), template.default_config()
     kept = [m for m in MIXES if space.rejection({**default, **m}) is None]
-    # ITEM_ROWS 4 runs at each extent; float4 rows only where the row is a multiple of 4
-    assert any(m["ITEM_ROWS"] == 4 for m in kept)
+    # two rows a unit at each extent; four where the row's quotient's next extent is a
+    # multiple of 4 (or not divided again: ps_r_macro_sizet's row, a local); float4 rows
+    # only where the row is a multiple of 4
+    assert any(m["ITEM_ROWS"] == 2 for m in kept)
+    assert any(m["ITEM_ROWS"] == 4 for m in kept) or not whole_rows
     assert whole_rows == any(m["VEC"] == 4 and m["ITEM_ROWS"] > 1 for m in kept)
     configs = host_configs(template, env, kept)
     assert same_as_written(kf, template, configs, held_back_unseen22.SET.host_source,

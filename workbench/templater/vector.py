@@ -90,9 +90,14 @@ from workbench.templater.vector_access import (  # noqa: E402
     size_expression,
 )
 from workbench.templater.vector_bound import steady_bound  # noqa: E402
-from workbench.templater.vector_rowgroup import ROW_LANE, apply_row_reads, row_reads  # noqa: E402
+from workbench.templater.vector_rowgroup import apply_row_reads, row_reads  # noqa: E402
 from workbench.templater.vector_unit_rows import KNOB as ROWS_KNOB  # noqa: E402
-from workbench.templater.vector_unit_rows import UNIT_ROW, UnitRows, unit_rows  # noqa: E402
+from workbench.templater.vector_unit_rows import (  # noqa: E402
+    UNIT_AT,
+    UNIT_ROW,
+    UnitRows,
+    unit_rows,
+)
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
@@ -387,13 +392,15 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
     body = region.text(rw)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
-    lanes = groups if groups is not None else rows.lanes(body) if rows is not None else \
+    lanes = groups if groups is not None else \
         f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
+    kept = stores if groups is None and not stores_last else ""  # stores with the lanes
+    middle = (f"#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
+              f"  {item}      if ({whole}) {{\n{lanes}{kept}      }}{tail}\n    }}\n")
+    if rows is not None and groups is None:  # a unit's rows in one block
+        middle = rows.units(middle, body, var, typ, step, bound, kept)
     inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
-             f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n"
-             f"#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
-             f"  {item}      if ({whole}) {{\n{lanes}"
-             f"{stores if groups is None and not stores_last else ''}      }}{tail}\n    }}\n")
+             f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n{middle}")
     if groups is not None or stores_last:  # the stores after every item's lanes
         inner += (f"#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
                   f"  {item}      if ({whole}) {{\n{stores}      }}\n    }}\n")
@@ -580,7 +587,7 @@ def apply_vector(plan: Plan) -> bool:
         for c in shaped.constraints():
             plan.constrain(c)
         plan.helper(UNIT_ROW)
-        plan.helper(ROW_LANE)  # the lanes' quotients without a carry (after WbVec)
+        plan.helper(UNIT_AT)  # the rows' quotients from their unit's first row's
         plan.add_param(ROWS_KNOB, {"kind": "choice", "values": [1, 2, 4], "default": 1,
                                    "description": "rows of an item: VEC columns of ITEM_ROWS "
                                                   "consecutive rows of the index's row "

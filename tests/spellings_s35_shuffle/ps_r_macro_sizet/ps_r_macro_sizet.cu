@@ -15,8 +15,9 @@ extern "C" __global__ void ps_r_macro_sizet(float *out, const float *in, int N, 
     const size_t o = (size_t)blockIdx.x * THREADS + threadIdx.x;
     if (o < total) {
         const size_t x = o % ow;
-        const size_t y = o / ow % oh;
-        const size_t plane = o / (ow * oh);
+        const size_t row = o / ow;  /* over every image's every plane */
+        const size_t y = row % oh;
+        const size_t plane = row / oh;
         const float *base = in + (plane * R * R + (y % R) * R + x % R) * (size_t)H * W;
         out[o] = *(base + (y / R) * W + x / R);
     }
