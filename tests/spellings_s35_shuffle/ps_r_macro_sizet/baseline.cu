@@ -1,7 +1,7 @@
 // Session 35 respelling of corpus_compute_unseen22/pixel_shuffle_r2: the factor and the
 // block as macros, size_t indices throughout, the output extents in size_t locals before
 // the thread's index, the source reached by pointer arithmetic from a plane's base, the
-// work under if (o < total) { .. }.
+// work under if (o < total) { .. }, the row split off first and then split again.
 // Launch: grid = ((N * C * 4 * H * W + 255) / 256), block = (256).
 #define R 2
 #define THREADS 256
