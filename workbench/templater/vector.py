@@ -36,7 +36,8 @@ stores after every item's lanes, as the row-group reads do: the items are thread
 kernel as written, which run in no order, so every item's loads are in flight before any
 store where a written pointer is not ``__restrict__`` (a store the compiler cannot show
 apart from the next item's load keeps them in order: pixel_shuffle_r2, one item's loads in
-flight at ITEMS_PER_THREAD 2).
+flight at ITEMS_PER_THREAD 2). A one-element region whose index is split by a row width
+(``t % E``) also shapes each item as VEC columns of ITEM_ROWS rows (:mod:`.vector_unit_rows`).
 """
 
 from __future__ import annotations
@@ -90,13 +91,21 @@ from workbench.templater.vector_access import (  # noqa: E402
 )
 from workbench.templater.vector_bound import steady_bound  # noqa: E402
 from workbench.templater.vector_rowgroup import apply_row_reads, row_reads  # noqa: E402
+from workbench.templater.vector_unit_rows import KNOB as ROWS_KNOB  # noqa: E402
+from workbench.templater.vector_unit_rows import (  # noqa: E402
+    UNIT_AT,
+    UNIT_ROW,
+    UnitRows,
+    unit_rows,
+)
 
 #: Renders a vectorized region: (plan, region, streams by name, scalar tail or None) -> text.
 RegionText = Callable[[Plan, Region, "dict[str, list[Access]]", "str | None"], str]
 
 
 def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = False,
-              render: RegionText | None = None, reads_first: bool = False) -> list[str]:
+              render: RegionText | None = None, reads_first: bool = False,
+              rows: UnitRows | None = None) -> list[str]:
     """Rewrite ``region``; returns its constraints. Raises Illegal (nothing edited).
 
     ``render``: the vector text of a region another module shapes (a 2-D block's rows,
@@ -105,6 +114,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
     its first write; a written pointer that is not ``__restrict__`` is then vectorized as
     it is: another lane's element is another thread's as written, so a range that overlaps
     a written one is a race in the kernel as written.
+    ``rows``: a one-element region's items shaped over rows (:mod:`.vector_unit_rows`).
 
     ``alias_guard``: a written pointer that is not ``__restrict__`` is still vectorized; the
     vector path then runs only where, at run time, each written range and each other range
@@ -205,7 +215,7 @@ def vectorize(plan: Plan, region: Region, *, split: bool, alias_guard: bool = Fa
                               groups=None if groups is None else groups.lanes(
                                   region.text(rw), rendered_without(
                                       rw, grouped, lambda: region.text(rw))),
-                              stores_last=gathers_first)
+                              stores_last=gathers_first, rows=rows)
         return _guarded(plan, region, by_array, vector, mine) if guarded else vector
 
     start = region.node.end_byte if render is not None and region.exit else \
@@ -357,13 +367,14 @@ def vector_moves(plan: Plan, by_array: dict[str, list[Access]], items: str, slot
 
 def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], *,
                  split: bool, scalar: str | None, groups: str | None = None,
-                 stores_last: bool = False) -> str:
+                 stores_last: bool = False, rows: UnitRows | None = None) -> str:
     """The region vectorized; ``scalar`` (the element's statements as written, a compound
     statement) the scalar tail of the item whose vector would cross the bound, None where
     the bound is a multiple of VEC (:mod:`.vector_tail`). ``groups``: the lanes with their
     row-group loads (:meth:`.vector_rowgroup.RowGroups.lanes`), which load in the lanes:
     every item's lanes then run before any item's stores, so the items' loads are in
-    flight together; ``stores_last``: so too for lanes that load as written (a gather)."""
+    flight together; ``stores_last``: so too for lanes that load as written (a gather).
+    ``rows``: each item ``ITEM_ROWS`` items, rows of one unit (:mod:`.vector_unit_rows`)."""
     rw = plan.rw
     var, typ = region.var, region.var_type
     bound = rw.text(region.bound)
@@ -373,21 +384,25 @@ def _vector_text(plan: Plan, region: Region, by_array: dict[str, list[Access]], 
         # grid.y == ROW_SPLIT (launch rule): a compile-time stride
         place = f"{place} + blockIdx.y * ({step})" if place is not None else None
         start, step = f"{start} + blockIdx.y * ({step})", f"({step}) * ROW_SPLIT"
-    decls, loads, stores = vector_moves(plan, by_array, "ITEMS_PER_THREAD", "wb_i",
+    items = "ITEMS_PER_THREAD" if rows is None else f"ITEMS_PER_THREAD * {ROWS_KNOB}"
+    decls, loads, stores = vector_moves(plan, by_array, items, "wb_i",
                                         lambda a: f"&{a.array}[{rw.text(a.index)}]", 8)
-    item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n"
+    item = f"    const {typ} {var} = wb_{var}0 + wb_i * ({step}) * VEC;\n" if rows is None else \
+        f"    const {typ} {var} = {rows.item(var, step)};\n"
     body = region.text(rw)
     whole = whole_test(var, bound, scalar is not None)
     tail = tail_text(var, typ, bound, scalar) if scalar is not None else ""
     lanes = groups if groups is not None else \
         f"#pragma unroll\n        for (int wb_v = 0; wb_v < VEC; ++wb_v) {body}\n"
-    inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
-             f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n"
-             f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
-             f"  {item}      if ({whole}) {{\n{lanes}"
-             f"{stores if groups is None and not stores_last else ''}      }}{tail}\n    }}\n")
+    kept = stores if groups is None and not stores_last else ""  # stores with the lanes
+    middle = (f"#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
+              f"  {item}      if ({whole}) {{\n{lanes}{kept}      }}{tail}\n    }}\n")
+    if rows is not None and groups is None:  # a unit's rows in one block
+        middle = rows.units(middle, body, var, typ, step, bound, kept)
+    inner = (f"{decls}#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
+             f"  {item}      if ({whole}) {{\n{loads}      }}\n    }}\n{middle}")
     if groups is not None or stores_last:  # the stores after every item's lanes
-        inner += (f"#pragma unroll\n  for (int wb_i = 0; wb_i < ITEMS_PER_THREAD; ++wb_i) {{\n"
+        inner += (f"#pragma unroll\n  for (int wb_i = 0; wb_i < {items}; ++wb_i) {{\n"
                   f"  {item}      if ({whole}) {{\n{stores}      }}\n    }}\n")
     if region.loop:
         guards = "".join(f"({rw.text(g)}) && " for g in region.guards)
@@ -511,6 +526,7 @@ def apply_vector(plan: Plan) -> bool:
 
     counted = counted_loop(plan)
     done = 0
+    shaped: UnitRows | None = None  # the flat region's items over rows
     for region in regions:
         split = split_ok and region.loop
         if counted is not None and region.node == counted and \
@@ -525,8 +541,17 @@ def apply_vector(plan: Plan) -> bool:
         try:
             # the run-time alias test falls back to the loop as written: a whole row per
             # thread stride, which a split row's blocks would each run again
-            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split):
+            rows = None
+            if not region.loop:
+                try:
+                    rows = unit_rows(plan, region)
+                except Illegal as exc:
+                    plan.note(ROWS_KNOB, False, exc.reason, exc.node or region.node)
+            for c in vectorize(plan, region, split=split, alias_guard=region.loop and not split,
+                               rows=rows):
                 plan.constrain(c)
+            if rows is not None:
+                shaped = rows
             done += 1
             summed = _floating_sums(plan, region) if region.loop else []
             plan.note("VEC", True, f"{'loop' if region.loop else 'region'} over {region.var} "
@@ -541,7 +566,9 @@ def apply_vector(plan: Plan) -> bool:
         return False
     if flat is not None and done:
         plan.rw.replace(flat.decl, f"// {text(flat.decl)}  (now per item, below)")
-        new = scale_divisor(plan.grid[0], block, f"{block} * VEC * ITEMS_PER_THREAD")
+        rows_factor = f" * {ROWS_KNOB}" if shaped is not None else ""
+        new = scale_divisor(plan.grid[0], block,
+                            f"{block} * VEC * ITEMS_PER_THREAD{rows_factor}")
         if new is None:
             raise Illegal(f"grid rule {plan.grid[0]!r} does not divide by {block}")
         plan.grid[0] = new
@@ -556,6 +583,19 @@ def apply_vector(plan: Plan) -> bool:
                                         "description": "vectors each thread loads before "
                                                        "using any (as written: 1)"},
                    f"{regions[0].node.start_point.row + 1}: loop over {regions[0].var}")
+    if shaped is not None:
+        for c in shaped.constraints():
+            plan.constrain(c)
+        plan.helper(UNIT_ROW)
+        plan.helper(UNIT_AT)  # the rows' quotients from their unit's first row's
+        plan.add_param(ROWS_KNOB, {"kind": "choice", "values": [1, 2, 4], "default": 1,
+                                   "description": "rows of an item: VEC columns of ITEM_ROWS "
+                                                  "consecutive rows of the index's row "
+                                                  "(as written: 1)"},
+                       f"{shaped.width.start_point.row + 1}: row width "
+                       f"{text(shaped.width)}")
+        plan.note(ROWS_KNOB, True, f"the items of {regions[0].var} are VEC columns by "
+                  f"{ROWS_KNOB} rows of its row {text(shaped.width)}", shaped.width)
     if split_ok and any(r.loop for r in regions):
         plan.grid = [plan.grid[0], "ROW_SPLIT"]
         plan.add_param("ROW_SPLIT", {"kind": "pow2", "min": 1, "max": 16, "default": 1,

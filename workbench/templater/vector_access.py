@@ -370,8 +370,9 @@ _SIZE_OPS = {"+": "+", "-": "-", "*": "*", "/": "//"}
 def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
     """``node``'s value as a launch expression over the shape names: a size argument
     (``n``), an integer literal or macro, a local never assigned after its initializer, and +, -,
-    * and / (integer division, ``//``) of those (``cols / 8`` -> ``(cols // 8)``); None
-    for anything else."""
+    * and / (integer division, ``//``) of those (``cols / 8`` -> ``(cols // 8)``), and a
+    left shift by a literal as its product (``W << 1`` -> ``(w * 2)``: sizes are not
+    negative); None for anything else."""
     node = strip(node)
     if node.type == "cast_expression":
         value = node.child_by_field_name("value")
@@ -389,6 +390,10 @@ def size_expression(plan: Plan, node: Node, depth: int = 0) -> str | None:
     if int_value(node) is not None:
         return str(int_value(node))
     parts = binary(node)
+    shift = int_value(parts[2]) if parts is not None and parts[1] == "<<" else None
+    if parts is not None and shift is not None and 0 <= shift < 31:
+        left = size_expression(plan, parts[0], depth)
+        return None if left is None else f"({left} * {1 << shift})"
     if parts is None or parts[1] not in _SIZE_OPS:
         return None
     left, right = (size_expression(plan, side, depth) for side in (parts[0], parts[2]))
