@@ -1,0 +1,115 @@
+"""Session 35: stage 1's robustness to how people spell kernels, for three families whose
+corpus kernels lift well. Each family has three kernels of this session's own
+(tests/spellings_s35_robust/), written the way different programmers would; each is
+compared with its family's corpus kernels (which knobs lift) and checked on the host (g++)
+against the kernel as written at the default, the ends of the space and a mix of knobs.
+
+(a) compute-bound per-element kernels with branches and loops (corpus_compute_unseen27/
+    planck_band_frac, unseen26/bs_callput_hart): BLOCK_THREADS, ITEMS_PER_THREAD (the items'
+    chains interleaved), MIN_BLOCKS_PER_SM, and the math knobs the element's operations
+    allow. A literal block width (``blockIdx.x * TPB``) made debye_tail_macro a vector
+    region (VEC, ITEMS_PER_THREAD as vectors), losing the interleave and FAST_MATH /
+    FAST_DIV: the compute-bound test VEC asks (ilp.would_interleave) saw a loop in the body
+    but not one in a helper the item calls, which the items family interleaves as well.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import held_back_unseen26
+import held_back_unseen27
+import pytest
+from held_back_harness import same_as_written
+from helpers_templater import host_configs, needs_gxx
+from test_corpus_unseen3 import host_flags  # noqa: F401  (the session fixture)
+from test_templater_warp2 import SHFL_SYNC
+
+from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
+from workbench.templater import offline_template
+
+SPELLINGS = Path(__file__).resolve().parent / "spellings_s35_robust"
+BENCH = held_back_unseen27.SET.root.parent
+
+#: What the corpus kernel of each family lifts (the comparison the pure test makes).
+PER_ELEMENT = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"})
+
+#: corpus kernels of the families: folder -> its knobs
+CORPUS: dict[str, tuple[Path, frozenset[str]]] = {
+    "planck_band_frac": (BENCH / "corpus_compute_unseen27" / "planck_band_frac",
+                         PER_ELEMENT | {"FAST_MATH", "FAST_DIV"}),
+    "bs_callput_hart": (BENCH / "corpus_compute_unseen26" / "bs_callput_hart", PER_ELEMENT),
+}
+
+#: this session's kernels: name -> (family's knobs it must lift, its own extra knobs, the
+#: mixes checked on the host beside the default and the ends, bit for bit or not)
+KERNELS: dict[str, tuple[frozenset[str], frozenset[str], list[dict[str, int]], bool]] = {
+    # fp32 series in a helper: the math knobs as planck_band_frac's
+    "debye_tail_macro": (PER_ELEMENT, frozenset({"FAST_MATH", "FAST_DIV"}), [
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "FAST_MATH": 1, "FAST_DIV": 0},
+        {"BLOCK_THREADS": 160, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 2}], False),
+    # a Newton solve in double in the body: its trips known, so UNROLL, and the double
+    # division knobs
+    "bond_yield_tpl_f64": (PER_ELEMENT, frozenset({"UNROLL", "DIV_FOLD", "DIV_RCP"}), [
+        {"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 4, "UNROLL": 2},
+        {"BLOCK_THREADS": 224, "ITEMS_PER_THREAD": 2, "DIV_RCP": 1, "DIV_FOLD": 1}], False),
+    "collatz_len_u32": (PER_ELEMENT, frozenset(), [
+        {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4},
+        {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 2}], True),
+}
+
+#: Host forms of what this session's kernels use: set 26's built-ins (half, the round-to-
+#: nearest conversion), set 27's (the fast exponential and division) and the broadcast
+#: shuffle.
+HOST_EXTRAS = held_back_unseen27.HOST_EXTRAS + SHFL_SYNC
+
+
+def _host(source: str) -> str:
+    return held_back_unseen26.SET.host_source(HOST_EXTRAS + source)
+
+
+def _folder(name: str) -> KernelFolder:
+    return load_kernel_folder(SPELLINGS / name)
+
+
+def _knobs(kf: KernelFolder) -> set[str]:
+    return {p.name for p in offline_template(kf).lifted.params}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_the_family_corpus_kernels_lift_their_knobs(name: str) -> None:
+    path, knobs = CORPUS[name]
+    assert _knobs(load_kernel_folder(path)) == knobs
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_each_spelling_lifts_its_familys_knobs(name: str) -> None:
+    family, extra, _mixes, _exact = KERNELS[name]
+    assert _knobs(_folder(name)) == family | extra
+
+
+def test_a_literal_block_leaves_a_compute_bound_element_to_the_items() -> None:
+    notes = offline_template(_folder("debye_tail_macro")).lifted.notes
+    assert any(n.startswith("VEC: not applied: the per-element work runs a compute loop "
+                            "(line 20)") for n in notes), notes
+    assert any(n.startswith("ITEMS_PER_THREAD: applied: 3 item-dependent local(s) (T, idx, v)"
+                            " get one copy per item; the items' calls of `debye_tail` (its "
+                            "loop at line 20) run in one") for n in notes), notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_each_spelling_computes_as_written(name: str, tmp_path: Path,
+                                           host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """The default, each mix and the all-ends configs' first and last: bit for bit where
+    every knob keeps the order of the operations, else as the engine compares (a sum in
+    another order, fast math within the folder's tolerance)."""
+    _family, _extra, mixes, exact = KERNELS[name]
+    kf = _folder(name)
+    template = offline_template(kf).template
+    configs: list[dict[str, Any]] = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    assert len(configs) >= 4
+    assert same_as_written(kf, template, configs, _host, tmp_path, host_flags,
+                           within_tolerance=not exact) == len(configs)
