@@ -11,6 +11,13 @@ against the kernel as written at the default, the ends of the space and a mix of
     region (VEC, ITEMS_PER_THREAD as vectors), losing the interleave and FAST_MATH /
     FAST_DIV: the compute-bound test VEC asks (ilp.would_interleave) saw a loop in the body
     but not one in a helper the item calls, which the items family interleaves as well.
+(b) grid-stride reductions to per-block partials (unseen27/mse_i16_partials): REDUCTION's
+    BLOCK_THREADS, GRID_BLOCKS, VEC, ITEMS_PER_THREAD, FINAL, MIN_BLOCKS_PER_SM. A warp step
+    written as a helper called by both stages (``acc = warp_sum(acc);``: the inliner copies a
+    body once) was refused; reduce_tail now reads a call of a file function whose body is
+    the warp loop over its one parameter and its return as that loop. moments_struct_xor
+    (a struct of two partial quantities) is a documented gap: REDUCTION reads one
+    accumulator.
 """
 
 from __future__ import annotations
@@ -34,12 +41,15 @@ BENCH = held_back_unseen27.SET.root.parent
 
 #: What the corpus kernel of each family lifts (the comparison the pure test makes).
 PER_ELEMENT = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"})
+PARTIALS = frozenset({"BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD", "FINAL",
+                      "MIN_BLOCKS_PER_SM"})
 
 #: corpus kernels of the families: folder -> its knobs
 CORPUS: dict[str, tuple[Path, frozenset[str]]] = {
     "planck_band_frac": (BENCH / "corpus_compute_unseen27" / "planck_band_frac",
                          PER_ELEMENT | {"FAST_MATH", "FAST_DIV"}),
     "bs_callput_hart": (BENCH / "corpus_compute_unseen26" / "bs_callput_hart", PER_ELEMENT),
+    "mse_i16_partials": (BENCH / "corpus_compute_unseen27" / "mse_i16_partials", PARTIALS),
 }
 
 #: this session's kernels: name -> (family's knobs it must lift, its own extra knobs, the
@@ -57,6 +67,32 @@ KERNELS: dict[str, tuple[frozenset[str], frozenset[str], list[dict[str, int]], b
     "collatz_len_u32": (PER_ELEMENT, frozenset(), [
         {"BLOCK_THREADS": 96, "ITEMS_PER_THREAD": 4},
         {"BLOCK_THREADS": 512, "ITEMS_PER_THREAD": 2, "MIN_BLOCKS_PER_SM": 2}], True),
+    "sad_u8_partials": (PARTIALS, frozenset(), [
+        {"BLOCK_THREADS": 128, "GRID_BLOCKS": 58, "VEC": 4, "ITEMS_PER_THREAD": 2,
+         "FINAL": 1},
+        {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 72, "VEC": 8, "ITEMS_PER_THREAD": 4,
+         "FINAL": 0}], False),
+    # the float run bound: GRID_BLOCKS * BLOCK_THREADS * 2 >= 262144
+    "dot_f64_while_shfl": (PARTIALS, frozenset(), [
+        {"BLOCK_THREADS": 1024, "GRID_BLOCKS": 132, "VEC": 4, "ITEMS_PER_THREAD": 2,
+         "FINAL": 1},
+        {"BLOCK_THREADS": 512, "GRID_BLOCKS": 264, "VEC": 2, "ITEMS_PER_THREAD": 4,
+         "FINAL": 0}], False),
+}
+
+#: spellings that lift less than their family's corpus kernel, asserted and documented:
+#: name -> (its knobs, the refusal that names the line, the mixes checked on the host)
+GAPS: dict[str, tuple[frozenset[str], str, list[dict[str, int]]]] = {
+    # two partial quantities in a struct (sum and sum of squares): REDUCTION reads one
+    # accumulator (reduce_match), so the block size and FINAL stay as written; the
+    # grid-stride loop's VEC / ITEMS_PER_THREAD and GRID_BLOCKS lift (set 26's
+    # minmax_sum_partials, a struct of three, lifts less still)
+    "moments_struct_xor": (frozenset({"GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD"}),
+                           "REDUCTION: not applied: after the grid-stride loop the kernel must "
+                           "be exactly `buf[tid] = s;`, `__syncthreads();`, the halving tree and "
+                           "thread 0's store (line 37)", [
+                               {"GRID_BLOCKS": 512, "VEC": 4, "ITEMS_PER_THREAD": 2},
+                               {"GRID_BLOCKS": 640, "VEC": 2, "ITEMS_PER_THREAD": 8}]),
 }
 
 #: Host forms of what this session's kernels use: set 26's built-ins (half, the round-to-
@@ -96,6 +132,33 @@ def test_a_literal_block_leaves_a_compute_bound_element_to_the_items() -> None:
     assert any(n.startswith("ITEMS_PER_THREAD: applied: 3 item-dependent local(s) (T, idx, v)"
                             " get one copy per item; the items' calls of `debye_tail` (its "
                             "loop at line 20) run in one") for n in notes), notes
+
+
+def test_a_warp_step_in_a_helper_called_twice_is_read_as_its_loop() -> None:
+    notes = offline_template(_folder("dot_f64_while_shfl")).lifted.notes
+    assert any(n.startswith("REDUCTION: applied: grid-stride sum over `i` into `acc`; the "
+                            "block's stage after the loop") for n in notes), notes
+
+
+@pytest.mark.parametrize("name", sorted(GAPS))
+def test_a_documented_gap_lifts_what_it_says(name: str) -> None:
+    knobs, refusal, _mixes = GAPS[name]
+    lifted = offline_template(_folder(name)).lifted
+    assert {p.name for p in lifted.params} == knobs
+    assert refusal in lifted.notes, lifted.notes
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(GAPS))
+def test_a_documented_gap_computes_as_written(name: str, tmp_path: Path,
+                                              host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    _knobs_lifted, _refusal, mixes = GAPS[name]
+    kf = _folder(name)
+    template = offline_template(kf).template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    assert same_as_written(kf, template, configs, _host, tmp_path, host_flags,
+                           within_tolerance=True) == len(configs)
 
 
 @needs_gxx
