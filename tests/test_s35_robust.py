@@ -18,6 +18,12 @@ against the kernel as written at the default, the ends of the space and a mix of
     the warp loop over its one parameter and its return as that loop. moments_struct_xor
     (a struct of two partial quantities) is a documented gap: REDUCTION reads one
     accumulator.
+(c) warp-per-row kernels (unseen26/rowquant_h16_s8: LANES, VEC, ITEMS_PER_THREAD, REG_ROW,
+    the warps a block, MIN_BLOCKS_PER_SM). l2norm_f64_rows_sizet kept its row in memory: it
+    reads ``*(src + c)`` and REG_ROW read ``P[c]`` only; warp_regs now reads ``*(P + E)``,
+    ``__ldg(&P[E])`` and ``__ldg(P + E)`` as the element ``P[E]``. The lanes' vector paths
+    and the kept row replace ``__ldg(&P[E])`` whole (vector_access.ldg_call): ``__ldg`` of
+    a register's address would load a local address through the global path.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ BENCH = held_back_unseen27.SET.root.parent
 PER_ELEMENT = frozenset({"BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"})
 PARTIALS = frozenset({"BLOCK_THREADS", "GRID_BLOCKS", "VEC", "ITEMS_PER_THREAD", "FINAL",
                       "MIN_BLOCKS_PER_SM"})
+#: rowquant_h16_s8's (besides the warps a block, named after the kernel's constant)
+ROWS = frozenset({"LANES", "VEC", "ITEMS_PER_THREAD", "REG_ROW", "MIN_BLOCKS_PER_SM"})
 
 #: corpus kernels of the families: folder -> its knobs
 CORPUS: dict[str, tuple[Path, frozenset[str]]] = {
@@ -50,6 +58,8 @@ CORPUS: dict[str, tuple[Path, frozenset[str]]] = {
                          PER_ELEMENT | {"FAST_MATH", "FAST_DIV"}),
     "bs_callput_hart": (BENCH / "corpus_compute_unseen26" / "bs_callput_hart", PER_ELEMENT),
     "mse_i16_partials": (BENCH / "corpus_compute_unseen27" / "mse_i16_partials", PARTIALS),
+    "rowquant_h16_s8": (BENCH / "corpus_compute_unseen26" / "rowquant_h16_s8",
+                        ROWS | {"WARPS_PER_BLOCK"}),
 }
 
 #: this session's kernels: name -> (family's knobs it must lift, its own extra knobs, the
@@ -78,6 +88,19 @@ KERNELS: dict[str, tuple[frozenset[str], frozenset[str], list[dict[str, int]], b
          "FINAL": 1},
         {"BLOCK_THREADS": 512, "GRID_BLOCKS": 264, "VEC": 2, "ITEMS_PER_THREAD": 4,
          "FINAL": 0}], False),
+    # warp-per-row: the row kept in registers past its statistic (REG_ROW at the cache that
+    # holds the check shape's row: 384 for 328 columns, 256 for 200; VEC at most 16 bytes of
+    # the widest stream: 4 floats or ints); a float sum of squares at VEC > 1 adds each
+    # lane's elements in another order (within the tolerance), a double or integer one bit
+    # for bit here
+    "rmsnorm_h16_rows_macro": (ROWS, frozenset({"RPB"}), [
+        {"LANES": 32, "VEC": 4, "REG_ROW": 384, "RPB": 1},
+        {"LANES": 8, "VEC": 4, "REG_ROW": 384, "RPB": 2},
+        {"LANES": 16, "VEC": 2, "ITEMS_PER_THREAD": 4, "RPB": 8}], False),
+    "l2norm_f64_rows_sizet": (ROWS, frozenset({"WARPS_PER_BLOCK"}), [
+        {"LANES": 32, "VEC": 4, "REG_ROW": 256, "WARPS_PER_BLOCK": 1},
+        {"LANES": 4, "VEC": 2, "REG_ROW": 256, "WARPS_PER_BLOCK": 2},
+        {"LANES": 16, "VEC": 1, "ITEMS_PER_THREAD": 4, "WARPS_PER_BLOCK": 8}], True),
 }
 
 #: spellings that lift less than their family's corpus kernel, asserted and documented:
@@ -96,9 +119,11 @@ GAPS: dict[str, tuple[frozenset[str], str, list[dict[str, int]]]] = {
 }
 
 #: Host forms of what this session's kernels use: set 26's built-ins (half, the round-to-
-#: nearest conversion), set 27's (the fast exponential and division) and the broadcast
-#: shuffle.
-HOST_EXTRAS = held_back_unseen27.HOST_EXTRAS + SHFL_SYNC
+#: nearest conversion), set 27's (the fast exponential and division), the broadcast
+#: shuffle and the float-to-half conversion (after set 26's half type).
+HOST_EXTRAS = held_back_unseen27.HOST_EXTRAS + SHFL_SYNC + r"""
+static inline __half __float2half(float f) { return (__half)f; }
+"""
 
 
 def _host(source: str) -> str:
@@ -132,6 +157,16 @@ def test_a_literal_block_leaves_a_compute_bound_element_to_the_items() -> None:
     assert any(n.startswith("ITEMS_PER_THREAD: applied: 3 item-dependent local(s) (T, idx, v)"
                             " get one copy per item; the items' calls of `debye_tail` (its "
                             "loop at line 20) run in one") for n in notes), notes
+
+
+def test_the_kept_row_reads_pointer_arithmetic_and_ldg_as_elements() -> None:
+    """Each cached pass reads the register, never ``__ldg`` of it; the fill loads from the
+    row's element address."""
+    for name, fill in (("l2norm_f64_rows_sizet", "(&*(src + (wb_at)))"),):
+        source = offline_template(_folder(name)).lifted.source
+        assert "wb_keep[wb_s] = *reinterpret_cast<const WbVec<" in source
+        assert f">*>{fill};" in source, name
+        assert "__ldg(&wb_" not in source and "__ldg(&wb_keep" not in source
 
 
 def test_a_warp_step_in_a_helper_called_twice_is_read_as_its_loop() -> None:
