@@ -19,11 +19,14 @@ against the kernel as written at the default, the ends of the space and a mix of
     (a struct of two partial quantities) is a documented gap: REDUCTION reads one
     accumulator.
 (c) warp-per-row kernels (unseen26/rowquant_h16_s8: LANES, VEC, ITEMS_PER_THREAD, REG_ROW,
-    the warps a block, MIN_BLOCKS_PER_SM). l2norm_f64_rows_sizet kept its row in memory: it
-    reads ``*(src + c)`` and REG_ROW read ``P[c]`` only; warp_regs now reads ``*(P + E)``,
-    ``__ldg(&P[E])`` and ``__ldg(P + E)`` as the element ``P[E]``. The lanes' vector paths
-    and the kept row replace ``__ldg(&P[E])`` whole (vector_access.ldg_call): ``__ldg`` of
-    a register's address would load a local address through the global path.
+    the warps a block, MIN_BLOCKS_PER_SM). Two spellings kept their row in memory:
+    l2norm_f64_rows_sizet reads ``*(src + c)`` (REG_ROW read ``P[c]`` only: warp_regs now
+    reads ``*(P + E)``, ``__ldg(&P[E])`` and ``__ldg(P + E)`` as the element ``P[E]``), and
+    rowmax_i32_tpl's while loops over one reused counter read through ``__ldg(&cr[c])``
+    stayed while loops (loop_forms_reuse took ``&cr[c]`` for the counter's address: now only
+    ``&c``, ``&c.x``, ``&c[0]`` are), so LANES alone lifted. Both lanes' vector paths and the
+    kept row replace ``__ldg(&P[E])`` whole (vector_access.ldg_call): ``__ldg`` of a
+    register's address would load a local address through the global path.
 """
 
 from __future__ import annotations
@@ -101,6 +104,10 @@ KERNELS: dict[str, tuple[frozenset[str], frozenset[str], list[dict[str, int]], b
         {"LANES": 32, "VEC": 4, "REG_ROW": 256, "WARPS_PER_BLOCK": 1},
         {"LANES": 4, "VEC": 2, "REG_ROW": 256, "WARPS_PER_BLOCK": 2},
         {"LANES": 16, "VEC": 1, "ITEMS_PER_THREAD": 4, "WARPS_PER_BLOCK": 8}], True),
+    "rowmax_i32_tpl": (ROWS, frozenset({"WARPS"}), [
+        {"LANES": 32, "VEC": 4, "REG_ROW": 384, "WARPS": 1},
+        {"LANES": 8, "VEC": 4, "REG_ROW": 384, "WARPS": 2},
+        {"LANES": 16, "VEC": 2, "ITEMS_PER_THREAD": 4, "WARPS": 8}], True),
 }
 
 #: spellings that lift less than their family's corpus kernel, asserted and documented:
@@ -162,7 +169,8 @@ def test_a_literal_block_leaves_a_compute_bound_element_to_the_items() -> None:
 def test_the_kept_row_reads_pointer_arithmetic_and_ldg_as_elements() -> None:
     """Each cached pass reads the register, never ``__ldg`` of it; the fill loads from the
     row's element address."""
-    for name, fill in (("l2norm_f64_rows_sizet", "(&*(src + (wb_at)))"),):
+    for name, fill in (("l2norm_f64_rows_sizet", "(&*(src + (wb_at)))"),
+                       ("rowmax_i32_tpl", "((&cr[(wb_at)]))")):
         source = offline_template(_folder(name)).lifted.source
         assert "wb_keep[wb_s] = *reinterpret_cast<const WbVec<" in source
         assert f">*>{fill};" in source, name
