@@ -13,24 +13,34 @@ against the kernel as written at the default, the ends of the space and a mix of
     but not one in a helper the item calls, which the items family interleaves as well.
 (b) grid-stride reductions to per-block partials (unseen27/mse_i16_partials): REDUCTION's
     BLOCK_THREADS, GRID_BLOCKS, VEC, ITEMS_PER_THREAD, FINAL, MIN_BLOCKS_PER_SM. A warp step
-    written as a helper called by both stages (``acc = warp_sum(acc);``: the inliner copies a
-    body once) was refused; reduce_tail now reads a call of a file function whose body is
-    the warp loop over its one parameter and its return as that loop. moments_struct_xor
-    (a struct of two partial quantities) is a documented gap: REDUCTION reads one
-    accumulator.
+    written as a helper called by both stages (``acc = warp_sum(acc);``: the inliner copied
+    a body once) was refused; the helper is now inlined at each call (below, (c)) and
+    reduce_tail reads its copy, ``T v = acc;``, the warp loop over ``v``, ``acc = v;``, as
+    the warp loop. moments_struct_xor (a struct of two partial quantities) is a documented
+    gap: REDUCTION reads one accumulator.
 (c) warp-per-row kernels (unseen26/rowquant_h16_s8: LANES, VEC, ITEMS_PER_THREAD, REG_ROW,
     the warps a block, MIN_BLOCKS_PER_SM). Two spellings kept their row in memory:
     l2norm_f64_rows_sizet reads ``*(src + c)`` (REG_ROW read ``P[c]`` only: warp_regs now
     reads ``*(P + E)``, ``__ldg(&P[E])`` and ``__ldg(P + E)`` as the element ``P[E]``), and
     rowmax_i32_tpl's while loops over one reused counter read through ``__ldg(&cr[c])``
     stayed while loops (loop_forms_reuse took ``&cr[c]`` for the counter's address: now only
-    ``&c``, ``&c.x``, ``&c[0]`` are), so LANES alone lifted. Both lanes' vector paths and the
+    ``&c``, ``&c.x``, ``&c[0]`` are), so nothing lifted. Both lanes' vector paths and the
     kept row replace ``__ldg(&P[E])`` whole (vector_access.ldg_call): ``__ldg`` of a
     register's address would load a local address through the global path.
+    A helper that carries the launch and keeps no state (no ``__shared__`` or ``static``
+    storage) is now inlined at each of its calls, one after another
+    (inline_site._only_call): layernorm_rows_yw's ``warp_allreduce_sum``, called by both
+    statistics, left its lanes unread (WARPS_PER_BLOCK, ROWS, LDG, AHEAD); it now lifts
+    LANES, VEC, ITEMS_PER_THREAD, REG_ROW (the expert's VEC and REGS), WARPS_PER_BLOCK and
+    MIN_BLOCKS_PER_SM. minmax_sum_partials (a struct merged by a helper called twice) keeps
+    its knobs (BLOCK_THREADS, MIN_BLOCKS_PER_SM) over the inlined source. Both are
+    host-checked here.
 """
 
 from __future__ import annotations
 
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +54,7 @@ from test_templater_warp2 import SHFL_SYNC
 
 from workbench.core.kernel_folder import KernelFolder, load_kernel_folder
 from workbench.templater import offline_template
+from workbench.templater.inline_calls import inline_calls
 
 SPELLINGS = Path(__file__).resolve().parent / "spellings_s35_robust"
 BENCH = held_back_unseen27.SET.root.parent
@@ -63,6 +74,10 @@ CORPUS: dict[str, tuple[Path, frozenset[str]]] = {
     "mse_i16_partials": (BENCH / "corpus_compute_unseen27" / "mse_i16_partials", PARTIALS),
     "rowquant_h16_s8": (BENCH / "corpus_compute_unseen26" / "rowquant_h16_s8",
                         ROWS | {"WARPS_PER_BLOCK"}),
+    "layernorm_rows_yw": (BENCH / "corpus_compute_unseen27" / "layernorm_rows_yw",
+                          ROWS | {"WARPS_PER_BLOCK"}),
+    "minmax_sum_partials": (BENCH / "corpus_compute_unseen26" / "minmax_sum_partials",
+                            frozenset({"BLOCK_THREADS", "MIN_BLOCKS_PER_SM"})),
 }
 
 #: this session's kernels: name -> (family's knobs it must lift, its own extra knobs, the
@@ -219,3 +234,73 @@ def test_each_spelling_computes_as_written(name: str, tmp_path: Path,
     assert len(configs) >= 4
     assert same_as_written(kf, template, configs, _host, tmp_path, host_flags,
                            within_tolerance=not exact) == len(configs)
+
+
+# -- a stateless helper called twice: inlined at each call --------------------------------
+
+TWICE = """
+__device__ float lanes_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+extern "C" __global__ void k(float* y, const float* x, int n) {
+  const float a = lanes_sum(x[threadIdx.x]);
+  const float b = lanes_sum(a * a);
+  y[threadIdx.x] = a + b;
+}
+"""
+
+
+def test_a_stateless_helper_called_twice_is_inlined_at_each_call() -> None:
+    done = inline_calls(TWICE, "k", "k.cu")
+    assert [f.applied for f in done.findings] == [True, True], done.findings
+    body = done.text[done.text.index('extern "C"'):]
+    assert "lanes_sum(" not in body.replace("// lanes_sum(", "")
+    assert body.count("__shfl_xor_sync") == 2
+    # one state a block: each call would share it, so it stays a call
+    shared = TWICE.replace("__device__ float lanes_sum(float v) {",
+                           "__device__ float lanes_sum(float v) {\n  __shared__ float s[32];")
+    refused = inline_calls(shared, "k", "k.cu")
+    assert refused.text == shared
+    assert "called 2 times" in refused.findings[-1].reason
+
+
+def _with_cols(path: Path, root: Path, cols: int) -> KernelFolder:
+    """A copy of the folder with its check shape's row length ``cols``."""
+    copy = root / path.name
+    shutil.copytree(path, copy, ignore=shutil.ignore_patterns("expert"))
+    toml = copy / "kernel.toml"
+    text, hits = re.subn(r"^(small = \{.*\bcols = )\d+", lambda m: f"{m.group(1)}{cols}",
+                         toml.read_text(), flags=re.M)
+    assert hits == 1
+    toml.write_text(text)
+    return load_kernel_folder(copy)
+
+
+#: the corpus kernels the inlining changes: (folder at the check shape or at another row
+#: length, the host source, the mixes)
+INLINED: dict[str, tuple[Path, int | None, list[dict[str, int]]]] = {
+    # 203 columns: VEC 1 (cols % VEC), the cache of 256; 200: float4 groups
+    "layernorm_rows_yw": (CORPUS["layernorm_rows_yw"][0], None, [
+        {"LANES": 8, "REG_ROW": 256, "WARPS_PER_BLOCK": 2},
+        {"LANES": 32, "ITEMS_PER_THREAD": 4, "WARPS_PER_BLOCK": 8}]),
+    "layernorm_rows_yw_200": (CORPUS["layernorm_rows_yw"][0], 200, [
+        {"LANES": 32, "VEC": 4, "REG_ROW": 256, "WARPS_PER_BLOCK": 1},
+        {"LANES": 16, "VEC": 2, "ITEMS_PER_THREAD": 2, "WARPS_PER_BLOCK": 4}]),
+    "minmax_sum_partials": (CORPUS["minmax_sum_partials"][0], None, [
+        {"BLOCK_THREADS": 96, "MIN_BLOCKS_PER_SM": 0},
+        {"BLOCK_THREADS": 1024, "MIN_BLOCKS_PER_SM": 2}]),
+}
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(INLINED))
+def test_the_corpus_kernels_inlined_at_each_call_compute_as_written(
+        name: str, tmp_path: Path, host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    path, cols, mixes = INLINED[name]
+    kf = load_kernel_folder(path) if cols is None else _with_cols(path, tmp_path / "f", cols)
+    template = offline_template(kf).template
+    configs = host_configs(template, kf.env(kf.check_shape, "fp32"), mixes)
+    assert same_as_written(kf, template, configs, _host, tmp_path / "run", host_flags,
+                           within_tolerance=True) == len(configs)

@@ -25,7 +25,6 @@ stage counts the warps), and FINAL does not apply (the stage is the author's).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
@@ -155,8 +154,7 @@ def _stage(plan: Plan, seq: list[Node], head: Head, names: _Names,
            warps: int) -> tuple[str, bool]:
     if not seq:
         raise _No("nothing follows the loop", head.loop)
-    seq = seq[_warp_steps(seq, 0, head.acc, head, names.plan.source.function_definitions())
-              - 1:]  # one statement for the steps
+    seq = seq[_warp_steps(seq, 0, head.acc, head) - 1:]  # one statement for the steps
     if len(seq) == 2:  # lane 0 of each warp adds its result atomically
         return _lane0_out(plan, seq[1], head.acc, head, names, atomic_only=True)
     if len(seq) != 4:
@@ -226,18 +224,17 @@ def _combined(expr: Node | None, target: str, head: Head) -> Node | None:
     return None
 
 
-def _warp_steps(seq: list[Node], at: int, value: str, head: Head,
-                helpers: Mapping[str, Node]) -> int:
+def _warp_steps(seq: list[Node], at: int, value: str, head: Head) -> int:
     """How many statements from ``seq[at]`` reduce each warp's ``value`` (checked): a warp
-    loop, ``value = f(value);`` with ``f`` a file function that is one (:func:`_warp_helper`),
-    or the five shuffles unrolled, ``value = value OP __shfl_*_sync(full, value, o)``
+    loop, a warp loop over a copy assigned back (:func:`_warp_copy`: a helper's, inlined), or
+    the five shuffles unrolled, ``value = value OP __shfl_*_sync(full, value, o)``
     with the offsets 16, 8, 4, 2, 1 each once (in any order lane 0 then holds the sum over
     the lanes 0 + any sum of distinct offsets: every lane once)."""
     if seq[at].type == "for_statement":
         _warp_loop(seq[at], value, head)
         return 1
-    if _warp_helper(seq[at], value, head, helpers):
-        return 1
+    if _warp_copy(seq, at, value, head):
+        return 3
     offsets: list[int | None] = []
     for stmt in seq[at:at + 5]:
         argv = _shuffle_args(_combined(_expression(stmt), value, head), value)
@@ -250,38 +247,25 @@ def _warp_steps(seq: list[Node], at: int, value: str, head: Head,
     return 5
 
 
-def _warp_helper(stmt: Node, value: str, head: Head, helpers: Mapping[str, Node]) -> bool:
-    """Whether ``stmt`` is ``value = f(value);`` with ``f`` a file function of one parameter
-    ``p`` (by value) whose body is a warp loop over ``p`` (:func:`_warp_loop`) and ``return
-    p;`` (``warp_sum`` called by both stages: the inliner copies a body once); a helper
-    that is not one raises the loop's reason."""
-    expr = _expression(stmt)
-    if expr is None or expr.type != "assignment_expression" or \
-            text(expr.child_by_field_name("operator")) != "=" or \
-            text(strip(expr.child_by_field_name("left"))) != value:  # type: ignore[arg-type]
+def _warp_copy(seq: list[Node], at: int, value: str, head: Head) -> bool:
+    """Whether ``seq[at:at + 3]`` are ``T t = value;``, a warp loop over ``t`` and ``value =
+    t;`` with ``t`` named nowhere after (a warp helper inlined at each of its calls: its
+    parameter a copy of the argument, its result assigned back)."""
+    if at + 3 > len(seq) or seq[at].type != "declaration" or \
+            len(seq[at].children_by_field_name("declarator")) != 1:
         return False
-    call = strip(expr.child_by_field_name("right"))  # type: ignore[arg-type]
-    args = call.child_by_field_name("arguments") if call.type == "call_expression" else None
-    argv = [] if args is None else list(args.named_children)
-    fn = helpers.get(callee_name(call)) if call.type == "call_expression" else None
-    if fn is None or len(argv) != 1 or text(strip(argv[0])) != value:
+    copy, _d, start = declared_name(seq[at])
+    back = _expression(seq[at + 2])
+    left = back.child_by_field_name("left") if back is not None else None
+    right = back.child_by_field_name("right") if back is not None else None
+    if start is None or text(strip(start)) != value or \
+            seq[at + 1].type != "for_statement" or back is None or left is None or \
+            right is None or back.type != "assignment_expression" or \
+            text(back.child_by_field_name("operator")) != "=" or \
+            text(strip(left)) != value or text(strip(right)) != copy or \
+            any(n.type == "identifier" and text(n) == copy for s in seq[at + 3:] for n in walk(s)):
         return False
-    decl = fn.child_by_field_name("declarator")
-    while decl is not None and decl.type != "function_declarator":
-        decl = decl.child_by_field_name("declarator")
-    params = decl.child_by_field_name("parameters") if decl is not None else None
-    named = [] if params is None else [p for p in params.named_children
-                                       if p.type == "parameter_declaration"]
-    param = named[0].child_by_field_name("declarator") if len(named) == 1 else None
-    body = fn.child_by_field_name("body")
-    inner = [] if body is None else [c for c in body.named_children
-                                     if c.type not in ("comment", "preproc_call")]
-    if param is None or param.type != "identifier" or len(inner) != 2 or \
-            inner[0].type != "for_statement" or inner[1].type != "return_statement" or \
-            [text(strip(c)) for c in inner[1].named_children] != [text(param)]:
-        raise _No(f"`{text(stmt)[:50]}` calls `{callee_name(call)}`, whose body is not a warp "
-                  "loop over its one parameter and its return", stmt)
-    _warp_loop(inner[0], text(param), head)
+    _warp_loop(seq[at + 1], copy, head)
     return True
 
 
@@ -432,8 +416,7 @@ def _warp0(plan: Plan, body: list[Node], slot: str, head: Head, names: _Names,
             not _identity(other, head):
         raise _No(f"`{text(first)[:60]}` is not `v = lane < {warps} ? {slot}[lane] : "
                   "identity` (every warp's slot, the block's warps)", first)
-    if len(body) != 2 + _warp_steps(body, 1, value, head,
-                                    plan.source.function_definitions()):
+    if len(body) != 2 + _warp_steps(body, 1, value, head):
         raise _No("warp 0 does more than read the slots, run the warp loop and store",
                   body[-1])
     return _lane0_out(plan, body[-1], value, head, names, atomic_only=False)
