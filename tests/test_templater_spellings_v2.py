@@ -95,10 +95,14 @@ LIFTS: dict[str, tuple[tuple[str, ...], list[dict[str, int]]]] = {
                             "ITEMS_PER_THREAD": 4, "MIN_BLOCKS_PER_SM": 2}]),
     "v2_logistic_template_iters": (("BLOCK_THREADS", "UNROLL", "MIN_BLOCKS_PER_SM"),
                                    [{"BLOCK_THREADS": 128}]),
+    # __ldg(xr + c) read as the row's element by REG_ROW too (session 35): the row kept
+    # in registers for the exp-sum and write passes (a cache of 1024 holds 1000)
     "v2_rowsoftmax_warp_macro": (("ROWS_PER_BLOCK", "LANES", "VEC", "ITEMS_PER_THREAD",
-                                  "MIN_BLOCKS_PER_SM"),
+                                  "REG_ROW", "MIN_BLOCKS_PER_SM"),
                                  [{"ROWS_PER_BLOCK": 2, "LANES": 8, "VEC": 4,
-                                   "ITEMS_PER_THREAD": 2}]),
+                                   "ITEMS_PER_THREAD": 2},
+                                  {"ROWS_PER_BLOCK": 2, "LANES": 32, "VEC": 4,
+                                   "REG_ROW": 1024}]),
     "v2_kepler_struct_do": (("BLOCK_THREADS", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"),
                             [{"BLOCK_THREADS": 64, "ITEMS_PER_THREAD": 2}]),
 }

@@ -936,12 +936,13 @@ def _called_loops(plan: Plan, region: list[Node], items: set[str]) -> list[tuple
     the item's work (``x = kepler<24>(m, e)``, a series in a helper): straight-line in the
     kernel, so wrapping would apply, but the work per item is a loop the compiler inlines;
     the items' calls in one unrolled loop are independent chains it may interleave."""
-    out = []
+    out: list[tuple[Node, Node]] = []
     for stmt in region:
         if not is_item_stmt(stmt, items):
             continue
         for n in walk(stmt):
-            if n.type == "call_expression" and mentions(n, items):
+            if n.type == "call_expression" and mentions(n, items) and \
+                    all(c != n for c, _lp in out):  # a statement nested in one listed
                 loop = loop_in_call(plan.source, n)
                 if loop is not None:
                     out.append((n, loop))
@@ -970,7 +971,7 @@ def would_interleave(plan: Plan) -> Node | None:
         found = (once.position, once.decl, once.index, off)
     k, _decl, index, off = found
     try:
-        scan, *_rest = _analyse(plan, statements(plan.body), k, index, once)
+        scan, _returns, _arrays, region = _analyse(plan, statements(plan.body), k, index, once)
     except Illegal:
         return None
     divisor_node = _offset_divisor(off)
@@ -978,7 +979,12 @@ def would_interleave(plan: Plan) -> Node | None:
         plan.rw.text(divisor_node)
     if items_grid(plan, once, divisor, NAME) is None:
         return None  # the items' grid could not be written: VEC keeps the element
-    return scan.compute_loops[0] if scan.compute_loops else None
+    if scan.compute_loops:
+        return scan.compute_loops[0]
+    # a helper's loop the items' calls run (a series, a solve): the same compute-bound work
+    # as a loop in the body, whether the block is a literal or blockDim.x
+    called = _called_loops(plan, region, scan.items)
+    return called[0][1] if called else None
 
 
 def _region_nodes(body: Node, start: int, end: int) -> list[Node]:

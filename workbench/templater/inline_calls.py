@@ -22,7 +22,9 @@ between a warp's lanes (``s = warp_sum(s);``: the warp families read the shuffle
 kernel's body).
 
 Legal only when (else refused with the reason and the line): the callee is defined once, at
-file scope (no overloads or specialisations), not recursive, called once by the entry;
+file scope (no overloads or specialisations), not recursive, called once by the entry
+(or, where it keeps no ``__shared__`` or ``static`` state, inlined at each of its calls in
+turn: each call a copy of its own, :func:`.inline_site._only_call`);
 called as a statement (a ``void`` callee; a ``return`` in it then must end the kernel too,
 so the call must be the kernel's last statement), as one variable's initializer or as the
 value a statement assigns (``out[i] = f(..)``, or an operand of casts and arithmetic in that
@@ -148,7 +150,23 @@ def inline_calls(source_text: str, entry: str | None, file: str, *,
     for name in launch_callees(source.function_definitions(), source.body(kernel),
                                block_stages):
         current = _step(current, kernel.name, name)
+        # a callee called again (one that keeps no state: inline_site._only_call) is
+        # inlined call by call, while each step leaves one call fewer
+        calls = _calls(current, kernel.name, name)
+        while calls > 0 and current.findings and current.findings[-1].applied:
+            current = _step(current, kernel.name, name)
+            left = _calls(current, kernel.name, name)
+            if left >= calls:
+                break
+            calls = left
     return current
+
+
+def _calls(current: InlinedSource, entry: str, name: str) -> int:
+    """How many times ``entry`` calls ``name`` in ``current``."""
+    source = parse_cuda(current.text, current.file)
+    body = source.body(source.kernel(entry))
+    return sum(1 for n in walk(body) if n.type == "call_expression" and callee_name(n) == name)
 
 
 def _safe_template_params(outer: Node) -> list[TemplateParam]:

@@ -72,10 +72,10 @@ class Site:
         return out
 
     def kept(self) -> bool:
-        """Whether something besides the kernel's call names the callee (another function
-        calls it): its definition then stays in the file."""
+        """Whether something besides this call names the callee (another function, or the
+        kernel's next call of it, inlined in turn): its definition then stays in the file."""
         prototypes = self.prototypes()
-        return any(text(n) == self.name and not inside(n, self.entry) and
+        return any(text(n) == self.name and not inside(n, self.call) and
                    not inside(n, self.outer) and not any(inside(n, p) for p in prototypes)
                    for n in names_in(self.root))
 
@@ -106,7 +106,7 @@ def find_site(data: bytes, root: Node, entry: Node, entry_name: str, name: str) 
         else fn
     _same_scope(outer, entry)
     _not_recursive(root, fn, name)
-    call = _only_call(entry, name)
+    call = _only_call(entry, name, fn)
     statement, init = _statement(call)
     body = fn.child_by_field_name("body")
     assert body is not None  # function_definitions lists definitions only
@@ -162,7 +162,10 @@ def _not_recursive(root: Node, fn: Node, name: str) -> None:
                 todo.append(defs[callee])
 
 
-def _only_call(entry: Node, name: str) -> Node:
+def _only_call(entry: Node, name: str, fn: Node) -> Node:
+    """The call of ``name`` to inline: its one call, or the first of several where ``fn``
+    keeps nothing between calls (no ``__shared__`` or ``static`` declaration: each call a
+    copy of its own, inlined one after another, :func:`.inline_calls.inline_calls`)."""
     calls = [n for n in walk(entry) if n.type == "call_expression" and callee_name(n) == name]
     if len(calls) == 1:
         return calls[0]
@@ -171,9 +174,18 @@ def _only_call(entry: Node, name: str) -> Node:
     if len({spelled_targs(c) for c in calls}) > 1:
         raise Refused(f"it is called {len(calls)} times with different template arguments "
                       f"({where}): one inlined body takes one set", calls[1])
+    if calls and not _keeps_state(fn):
+        return calls[0]
     raise Refused(f"it is called {len(calls)} times ({where}): each call would need its own "
                   "copy, and its __shared__ memory is one per block; inlined only where the "
                   "kernel calls it once", calls[-1])
+
+
+def _keeps_state(fn: Node) -> bool:
+    """Whether ``fn`` declares ``__shared__`` or ``static`` storage (one per block or per
+    program, whatever the calls)."""
+    return any(n.type == "declaration" and any(text(c) in ("__shared__", "static")
+                                               for c in n.children) for n in walk(fn))
 
 
 #: The assignments whose right side may be an inlined call's value: plain and compound.

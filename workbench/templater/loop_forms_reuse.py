@@ -12,7 +12,8 @@ rules here:
   declares it, every later statement naming it is a loop starting it afresh (:func:`_fresh`):
   a ``for`` declaring its own (its value not reading the name), or one this module rewrites
   in turn (``for (v = e; ...)``; ``v = e;`` starting a counted ``while``); no loop between the
-  statement and that block runs it again, and nothing in that block takes its address.
+  statement and that block runs it again, and nothing in that block takes its address (:func:`_address_of`:
+  ``&x[j]`` takes another array's).
 * ``for (v = e; c; u)`` (``e`` not reading ``v``) where ``v`` is dead after the loop becomes
   ``for (T v = e; c; u)`` (:func:`assigned_for`), ``T`` the type ``v`` is declared with
   (:func:`declared_type`: written out, not ``auto``; no array, reference, ``static``,
@@ -126,14 +127,26 @@ def _fresh(data: bytes, stmts: list[Node], k: int, var: str, counted: Counted) -
     return 2 if any(at == s.start_byte for at, _end, _new in edits) else 0
 
 
+def _address_of(node: Node, var: str) -> bool:
+    """``node`` takes the address of ``var`` or of a part of it (``&v``, ``&v.x``,
+    ``&v[0]``): a pointer may then read it later. ``&p[v]`` (``__ldg(&x[c])``) takes the
+    address of another array's element, only reading ``v``."""
+    if node.type != "pointer_expression" or text(node.child_by_field_name("operator")) != "&":
+        return False
+    place = node.child_by_field_name("argument")
+    while place is not None and strip(place).type in ("subscript_expression",
+                                                      "field_expression"):
+        place = strip(place).child_by_field_name("argument")
+    return place is None or strip(place).type != "identifier" or text(strip(place)) == var
+
+
 def dead_after(data: bytes, node: Node, var: str, counted: Counted) -> bool:
     """Nothing reads the value ``var`` holds when ``node`` ends (the module's first rule)."""
     found = _declaring_block(node, var)
     if found is None:
         return False
     block = found[0]
-    if any(n.type == "pointer_expression" and text(n.child_by_field_name("operator")) == "&"
-           and _names(n, var) for n in walk(block)):
+    if any(_address_of(n, var) for n in walk(block)):
         return False
     child = node
     while child != block:

@@ -226,12 +226,15 @@ def _combined(expr: Node | None, target: str, head: Head) -> Node | None:
 
 def _warp_steps(seq: list[Node], at: int, value: str, head: Head) -> int:
     """How many statements from ``seq[at]`` reduce each warp's ``value`` (checked): a warp
-    loop, or the five shuffles unrolled, ``value = value OP __shfl_*_sync(full, value, o)``
+    loop, a warp loop over a copy assigned back (:func:`_warp_copy`: a helper's, inlined), or
+    the five shuffles unrolled, ``value = value OP __shfl_*_sync(full, value, o)``
     with the offsets 16, 8, 4, 2, 1 each once (in any order lane 0 then holds the sum over
     the lanes 0 + any sum of distinct offsets: every lane once)."""
     if seq[at].type == "for_statement":
         _warp_loop(seq[at], value, head)
         return 1
+    if _warp_copy(seq, at, value, head):
+        return 3
     offsets: list[int | None] = []
     for stmt in seq[at:at + 5]:
         argv = _shuffle_args(_combined(_expression(stmt), value, head), value)
@@ -242,6 +245,28 @@ def _warp_steps(seq: list[Node], at: int, value: str, head: Head) -> int:
         raise _No(f"`{text(seq[at])[:50]}` is not a warp loop over `{value}` (nor the five "
                   "shuffles 16, 8, 4, 2, 1 unrolled)", seq[at])
     return 5
+
+
+def _warp_copy(seq: list[Node], at: int, value: str, head: Head) -> bool:
+    """Whether ``seq[at:at + 3]`` are ``T t = value;``, a warp loop over ``t`` and ``value =
+    t;`` with ``t`` named nowhere after (a warp helper inlined at each of its calls: its
+    parameter a copy of the argument, its result assigned back)."""
+    if at + 3 > len(seq) or seq[at].type != "declaration" or \
+            len(seq[at].children_by_field_name("declarator")) != 1:
+        return False
+    copy, _d, start = declared_name(seq[at])
+    back = _expression(seq[at + 2])
+    left = back.child_by_field_name("left") if back is not None else None
+    right = back.child_by_field_name("right") if back is not None else None
+    if start is None or text(strip(start)) != value or \
+            seq[at + 1].type != "for_statement" or back is None or left is None or \
+            right is None or back.type != "assignment_expression" or \
+            text(back.child_by_field_name("operator")) != "=" or \
+            text(strip(left)) != value or text(strip(right)) != copy or \
+            any(n.type == "identifier" and text(n) == copy for s in seq[at + 3:] for n in walk(s)):
+        return False
+    _warp_loop(seq[at + 1], copy, head)
+    return True
 
 
 def _shuffle_args(operand: Node | None, value: str) -> list[Node] | None:

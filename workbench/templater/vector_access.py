@@ -88,10 +88,43 @@ def _is_write(sub: Node) -> tuple[bool, bool]:
     return True, text(w.child_by_field_name("operator")) != "="
 
 
+def ldg_call(sub: Node) -> Node | None:
+    """The call ``__ldg(&P[I])`` whose one argument is the address of the subscript ``sub``
+    (through parentheses), else None: the element read through the read-only path, which a
+    vector lane or a kept register replaces whole (``__ldg`` of a register's address would
+    load through the global path from a local address)."""
+    up = sub.parent
+    while up is not None and up.type == "parenthesized_expression":
+        up = up.parent
+    if up is None or up.type != "pointer_expression" or \
+            text(up.child_by_field_name("operator")) != "&":
+        return None
+    args = up.parent
+    while args is not None and args.type == "parenthesized_expression":
+        args = args.parent
+    call = args.parent if args is not None else None
+    if args is None or args.type != "argument_list" or args.named_child_count != 1 or \
+            call is None or call.type != "call_expression" or \
+            text(call.child_by_field_name("function")) != "__ldg":
+        return None
+    return call
+
+
 def _pointer_read(use: Node) -> tuple[Node, str, Node] | None:
-    """(the read, its pointer P, its offset I) where ``use`` is in I of ``__ldg(P + I)`` or
-    ``*(P + I)`` with P a name: the element ``P[I]``, read through the read-only path or
-    a dereference, which a vector lane replaces as it replaces the subscript; else None."""
+    """(the read, its pointer P, its offset I) where ``use`` is in I of ``__ldg(P + I)``,
+    ``__ldg(&P[I])`` (:func:`ldg_call`) or ``*(P + I)`` with P a name: the element
+    ``P[I]``, read through the read-only path or a dereference, which a vector lane replaces
+    as it replaces the subscript; else None."""
+    sub = use.parent
+    while sub is not None and sub.type != "subscript_expression":
+        sub = sub.parent
+    index = sub.child_by_field_name("indices") if sub is not None else None
+    arg = sub.child_by_field_name("argument") if sub is not None else None
+    if sub is not None and index is not None and index.named_children and arg is not None \
+            and strip(arg).type == "identifier" and \
+            index.named_children[0].start_byte <= use.start_byte < index.end_byte and \
+            (call := ldg_call(sub)) is not None:
+        return call, text(strip(arg)), strip(index.named_children[0])
     up = use
     while up.parent is not None and up.parent.type == "parenthesized_expression":
         up = up.parent

@@ -53,6 +53,7 @@ from tree_sitter import Node
 
 from workbench.templater.analysis import (
     added_once,
+    binary,
     declared_name,
     identifiers,
     inside_loop,
@@ -69,6 +70,7 @@ from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Edit, Rewriter
 from workbench.templater.table_terms import assigned_in
 from workbench.templater.vector import VEC_STRUCT, Illegal, stride_loops
+from workbench.templater.vector_access import ldg_call
 
 REG_ROW = "REG_ROW"
 STEPS = "WB_REG_STEPS"  # the derived steps per lane (a macro of the rendered source)
@@ -121,10 +123,44 @@ def _root(plan: Plan, name: str) -> str | None:
 
 
 def _subscripts(node: Node) -> list[Node]:
-    return [n for n in walk(node) if n.type == "subscript_expression"]
+    """The element accesses under ``node``: ``P[E]``, and ``*(P + E)``, ``__ldg(&P[E])``
+    and ``__ldg(P + E)`` whole (:func:`_spelled_element`)."""
+    return [n for n in walk(node) if (n.type == "subscript_expression" and ldg_call(n) is None)
+            or _spelled_element(n) is not None]
+
+
+def _spelled_element(node: Node) -> tuple[Node, Node] | None:
+    """(``P``, ``E``) of the element ``P[E]`` spelled ``*(P + E)``, ``__ldg(&P[E])`` or
+    ``__ldg(P + E)`` with ``P`` a name (the lane loops' vector path reads them alike,
+    :mod:`.vector_access`); None for any other node."""
+    if node.type == "call_expression" and text(node.child_by_field_name("function")) == "__ldg":
+        args = node.child_by_field_name("arguments")
+        arg = strip(args.named_children[0]) if args is not None and \
+            args.named_child_count == 1 else None
+        if arg is not None and arg.type == "pointer_expression" and \
+                text(arg.child_by_field_name("operator")) == "&":
+            sub = strip(arg.child_by_field_name("argument"))  # type: ignore[arg-type]
+            index = sub.child_by_field_name("indices")
+            base = sub.child_by_field_name("argument")
+            if sub.type == "subscript_expression" and base is not None and \
+                    strip(base).type == "identifier" and index is not None and \
+                    index.named_children:
+                return strip(base), strip(index.named_children[0])
+            return None
+    elif node.type != "pointer_expression" or \
+            text(node.child_by_field_name("operator")) != "*":
+        return None
+    else:
+        arg = node.child_by_field_name("argument")
+    parts = binary(strip(arg)) if arg is not None else None
+    if parts is None or parts[1] != "+" or strip(parts[0]).type != "identifier":
+        return None
+    return strip(parts[0]), strip(parts[2])
 
 
 def _index(sub: Node) -> Node | None:
+    if (spelled := _spelled_element(sub)) is not None:
+        return spelled[1]
     idx = sub.child_by_field_name("indices") or sub.child_by_field_name("index")
     inner = idx.named_children[0] if idx is not None and idx.named_children else idx
     return strip(inner) if inner is not None else None
@@ -146,7 +182,7 @@ def _key(sub: Node, var: str) -> str | None:
 
 
 def _at(rw: Rewriter, sub: Node, var: str, value: str) -> str:
-    """``&A[index]`` of the subscript ``sub`` with ``var`` replaced by ``value`` (and every
+    """``&A[index]`` of the element ``sub`` with ``var`` replaced by ``value`` (and every
     other transform's edits inside the index)."""
     index = _index(sub)
     assert index is not None
@@ -154,13 +190,20 @@ def _at(rw: Rewriter, sub: Node, var: str, value: str) -> str:
     rw.edits = saved + [Edit(n.start_byte, n.end_byte, f"({value})") for n in walk(index)
                         if n.type == "identifier" and text(n) == var]
     try:
-        # the subscript's own span (an edit of the whole index would not be inside it)
+        if sub.type == "call_expression":  # __ldg(&P[E]) or __ldg(P + E): its argument
+            args = sub.child_by_field_name("arguments")
+            assert args is not None and args.named_children
+            arg = args.named_children[0]
+            return f"({rw.render(arg.start_byte, arg.end_byte)})"
+        # the element's own span (an edit of the whole index would not be inside it)
         return f"&{rw.render(sub.start_byte, sub.end_byte)}"
     finally:
         rw.edits = saved
 
 
 def _array(sub: Node) -> str:
+    if (spelled := _spelled_element(sub)) is not None:
+        return text(spelled[0])
     return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
 
 
@@ -275,12 +318,16 @@ def _stores(plan: Plan, passes: list[Pass], pointer: str,
     checked: list[Node] = []
     spots: list[Node] = []
     for n in walk(plan.body):
-        if n.type == "pointer_expression" and writer(n) is not None and \
+        # the last pass's `*(W + c) = ..` is its element store, as `W[c] = ..` is
+        element = n.type == "subscript_expression" or (
+            n.type == "pointer_expression" and _spelled_element(n) is not None and
+            last.loop.start_byte <= n.start_byte)
+        if n.type == "pointer_expression" and not element and writer(n) is not None and \
                 start <= n.start_byte < last.loop.end_byte:
             if _through(plan, passes, pointer, root, n, block):
                 spots.append(n)
             continue
-        if n.type != "subscript_expression" or writer(n) is None or \
+        if not element or writer(n) is None or \
                 not start <= n.start_byte < last.loop.end_byte:
             continue
         local = plan.facts.defs.get(_array(n))
