@@ -209,6 +209,9 @@ def _flat_index(plan: Plan) -> Callable[[], None] | None:
     width = _row_width(plan, t)
     if width is None:
         return None
+    if text(strip(width)) not in plan.scalars:  # the grid's rule names the width's argument
+        raise Refused(f"the row width `{text(width)}` of the flat index {t} is not a kernel "
+                      "argument", width)
     wpoly = Polys(plan.body, {t}).of(width)
     found = _stencil(plan, {t}, lambda c: wpoly if c == {(t,): 1} else None,
                      stmts[stmts.index(tdecl) + 1:])
