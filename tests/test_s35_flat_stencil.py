@@ -10,7 +10,8 @@ BLOCK_THREADS, OUT_X (adjacent x points a thread, the shared x neighbours from r
 Z_ITEMS (the planes below / at / above each column in registers), MIN_BLOCKS_PER_SM; the
 defaults are the kernel as written (launch included). Two respellings
 (tests/spellings_s35_flat/): a heat step in double over int indices split by repeated
-division and `idx - k * plane`, guarded; a helper function for each coordinate over size_t.
+division and `idx - k * plane`, guarded; a helper function for each coordinate over size_t;
+a grid-stride loop (once a thread as launched) split by subtraction.
 Host (g++): each bit for bit against the kernel as written at the default, the ends and
 mixes, and at a taller, narrower box (Z_ITEMS past the planes, x groups past the row).
 """
@@ -48,6 +49,7 @@ SPELLED = {
     "heat7_flat_int_guarded": {"BLOCK_THREADS": 128, "OUT_X": 4, "Z_ITEMS": 4},
     "jacobi7_flat_helper": {"BLOCK_THREADS": 64, "OUT_X": 2, "Z_ITEMS": 8,
                             "MIN_BLOCKS_PER_SM": 1},
+    "jacobi7_flat_gridstride": {"BLOCK_THREADS": 1024, "OUT_X": 4, "Z_ITEMS": 2},
 }
 
 
@@ -202,3 +204,10 @@ def test_a_split_in_an_int3_helper_is_a_documented_gap() -> None:
     knobs, notes = _lift(INT3_HELPER)
     assert "Z_ITEMS" not in knobs
     assert any(n.startswith("Z_ITEMS: not applied: the flat index idx") for n in notes), notes
+
+
+def test_a_store_through_a_pointer_is_refused() -> None:
+    knobs, notes = _lift(_kernel(SUM3.replace("out[idx] = u[idx - (size_t)",
+                                              "*(out + idx) = u[idx - (size_t)")))
+    assert "Z_ITEMS" not in knobs
+    assert any("writes through `*(out + idx)`" in n and "(line 7)" in n for n in notes), notes

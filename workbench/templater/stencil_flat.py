@@ -259,6 +259,12 @@ def _check_work(plan: Plan, before: list[Node], region: list[Node]) -> None:
                           s)
     for s in [*before, *region]:
         for n in walk(s):
+            target = write_target(n) if n.type in ("assignment_expression",
+                                                   "update_expression") else None
+            if target is not None and target.type not in ("identifier",
+                                                          "subscript_expression"):
+                raise Refused(f"`{text(n)}` writes through `{text(target)}`: only locals and "
+                              "subscripts are followed", n)
             if n.type == "call_expression" and \
                     text(n.child_by_field_name("function")) not in pure:
                 raise Refused(f"`{text(n)}` calls a function that is not pure: a point's work "
