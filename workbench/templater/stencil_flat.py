@@ -82,6 +82,7 @@ from workbench.templater.stencil import (
     scale,
     statements,
 )
+from workbench.templater.warp_regs import _min_blocks_follows
 
 #: the point's coordinates as polynomial atoms (no C name can clash: not identifiers)
 ATOMS = ("@x", "@y", "@z")
@@ -93,6 +94,8 @@ Z_ITEMS_VALUES = [1, 2, 4, 8, 16, 32]
 BLOCK_THREADS_VALUES = [64, 128, 256, 512, 1024]
 #: the widest x offset a read may have and still come from a register (OUT_X - 1 at most)
 MAX_X_REACH = max(OUT_X_VALUES) - 1
+#: registers a thread holds besides its plane queues (indices, bounds, sums)
+WORKING_REGS = 24
 #: the shape values at which the written grid is compared with ``ceil_div(nx * ny * nz, B)``
 _SAMPLES = (3, 7, 29, 130, 1001)
 
@@ -435,6 +438,12 @@ def _emit(plan: Plan, f: _Facts) -> None:
     plan.grid = [f"ceil_div(ceil_div({sx}, {ox}) * ({sy}) * ceil_div({sz}, {zi}), {bt})"]
     plan.block = [bt]
     plan.launch_bounds = bt
+    if _min_blocks_follows(plan):
+        # the queues are live across the planes: a register cap from a minimum of resident
+        # blocks below them spills (sm_90 ptxas: 3 planes of 4 columns at 32 registers)
+        slots = sum(2 * r + 1 for r in f.radius.values())
+        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {slots} * {ox} + {WORKING_REGS} <= 65536 // "
+                       f"({bt} * MIN_BLOCKS_PER_SM)")
     marched = ", ".join(f"{s} (planes z - {r} .. z + {r})" for s, r in f.radius.items())
     plan.note("BLOCK_THREADS", True, f"the flat launch's block size ({written} as written)",
               f.decl)
