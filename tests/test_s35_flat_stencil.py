@@ -154,8 +154,8 @@ def test_a_split_that_names_no_x_extent_is_refused() -> None:
     knobs, notes = _lift(_kernel(SUM3.replace("  const int i = idx % nx;\n", "")
                                  .replace("(float)i", "1.0f")))
     assert "Z_ITEMS" not in knobs
-    assert any(n.startswith("Z_ITEMS: not applied: the flat index idx (bounded by a product "
-                            "of three extents) is not split into x, y, z") and "(line 2)" in n
+    assert any(n.startswith("Z_ITEMS: not applied: the flat index idx (bounded by nx * ny * "
+                            "nz) is not split into x, y, z") and "(line 2)" in n
                for n in notes), notes
 
 
@@ -198,6 +198,20 @@ INT3_HELPER = """__device__ int3 box_point(size_t idx, int nx, int ny) {
   if (p.z == 0 || p.z == nz - 1 || p.x == 0) { out[idx] = u[idx]; return; }
   out[idx] = u[idx - (size_t)nx * ny] + u[idx + (size_t)nx * ny];
 """)
+
+
+def test_a_flat_kernel_of_no_box_gets_no_z_note() -> None:
+    # one bound of one argument (an elementwise kernel with a channel index): not a box
+    source = """extern "C" __global__ void k(float* out, const float* u, int n, int c) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const int ch = i % c;
+  out[i] = u[i] * (float)ch;
+}
+"""
+    lifted = lift_kernel(source, entry="k", grid=["ceil_div(n, 256)"], block=["256"],
+                         scalars={"n": "n", "c": "c"})
+    assert not any(n.startswith(("Z_ITEMS", "OUT_X")) for n in lifted.notes), lifted.notes
 
 
 def test_a_split_in_an_int3_helper_is_a_documented_gap() -> None:

@@ -136,6 +136,18 @@ class _Reader:
         return None
 
 
+def box_extents(bound: Poly, scalars: set[str]) -> tuple[str, ...] | None:
+    """The three distinct scalar arguments whose product is ``bound`` (sorted), or None:
+    the bound of a flat index over a box."""
+    if len(bound) != 1:
+        return None
+    (monomial, coefficient), = bound.items()
+    if coefficient != 1 or len(monomial) != 3 or len(set(monomial)) != 3 or \
+            not set(monomial) <= scalars:
+        return None
+    return tuple(sorted(monomial))
+
+
 def read_split(index: str, bound: Poly, scalars: set[str], values: Mapping[str, Node],
                divided: list[tuple[str, Node]],
                others: list[tuple[str, Node]]) -> FlatSplit | None:
@@ -144,14 +156,11 @@ def read_split(index: str, bound: Poly, scalars: set[str], values: Mapping[str, 
     locals (``index`` left out); ``divided``: the locals (name, value) whose values divide
     or take a remainder of ``index`` (each must read as a run); ``others``: the other locals
     reading ``index`` (``i = rem - j * nx``), each taken where it reads as a run."""
-    if len(bound) != 1:
-        return None
-    (monomial, coefficient), = bound.items()
-    if coefficient != 1 or len(monomial) != 3 or len(set(monomial)) != 3 or \
-            not set(monomial) <= scalars:
+    extents = box_extents(bound, scalars)
+    if extents is None:
         return None
     found: list[FlatSplit] = []
-    for order in permutations(sorted(monomial)):
+    for order in permutations(extents):
         reader = _Reader(index, (order[0], order[1], order[2]), values)
         runs: dict[str, Digits] = {}
         for name, value in divided:

@@ -59,7 +59,7 @@ from workbench.templater.analysis import (
     walk,
     write_target,
 )
-from workbench.templater.flat_split import FlatSplit, read_split
+from workbench.templater.flat_split import FlatSplit, box_extents, read_split
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
 from workbench.templater.read_only_loads import LDG_TYPES
@@ -151,14 +151,15 @@ def _analyse(plan: Plan, stmts: list[Node], found: tuple[Node, str, Node]
             return None
     values = single_assignment_values(plan.body, {t})
     bound = _bound(plan, region, t, values)
-    if bound is None:
-        return None
     divided = [(name, v) for name, v in values.items() if _divides(v, t, values)]
+    box = box_extents(bound, set(plan.scalars)) if bound is not None else None
+    if bound is None or box is None:
+        return None  # no flat index over a box: not of the family
     others = [(name, v) for name, v in values.items()
               if _reads_name(v, t, values) and (name, v) not in divided]
     split = read_split(t, bound, set(plan.scalars), values, divided, others)
     if split is None:
-        raise Refused(f"the flat index {t} (bounded by a product of three extents) is not "
+        raise Refused(f"the flat index {t} (bounded by {' * '.join(box)}) is not "
                       "split into x, y, z by `/` and `%` under one order of the extents: "
                       "its point is not known", decl)
     _check_work(plan, stmts[:stmts.index(decl)], region)

@@ -209,9 +209,6 @@ def _flat_index(plan: Plan) -> Callable[[], None] | None:
     width = _row_width(plan, t)
     if width is None:
         return None
-    if text(strip(width)) not in plan.scalars:  # the grid's rule names the width's argument
-        raise Refused(f"the row width `{text(width)}` of the flat index {t} is not a kernel "
-                      "argument", width)
     wpoly = Polys(plan.body, {t}).of(width)
     found = _stencil(plan, {t}, lambda c: wpoly if c == {(t,): 1} else None,
                      stmts[stmts.index(tdecl) + 1:])
@@ -229,6 +226,9 @@ def _flat_index(plan: Plan) -> Callable[[], None] | None:
             target = write_target(n)
             if target is not None and text(target) == t:
                 raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
+    if text(strip(width)) not in plan.scalars:  # the grid's rule names the width's argument
+        raise Refused(f"the row width `{text(width)}` of the flat index {t} is not a kernel "
+                      "argument", width)
     facts = _Facts(t, t, tdecl, tdecl, *found)
     return lambda: _emit_flat(plan, idx, facts, text(strip(width)), rows)
 
