@@ -40,7 +40,6 @@ reads; the calls are pure; no ``return`` inside a loop or ``goto``; a marched in
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from tree_sitter import Node
 
@@ -51,7 +50,6 @@ from workbench.templater.analysis import (
     builtin,
     chain,
     inside_loop,
-    line,
     shares_or_syncs,
     strip,
     subscript_index,
@@ -62,12 +60,9 @@ from workbench.templater.analysis import (
 from workbench.templater.flat_split import FlatSplit, box_extents, read_split
 from workbench.templater.plan import Plan
 from workbench.templater.purity import pure_calls
-from workbench.templater.read_only_loads import LDG_TYPES
 from workbench.templater.regtile import (
     Refused,
     apply_or_note,
-    fresh_names,
-    render,
     single_assignment_values,
 )
 from workbench.templater.rules import literal
@@ -82,42 +77,14 @@ from workbench.templater.stencil import (
     scale,
     statements,
 )
-from workbench.templater.warp_regs import _min_blocks_follows
+from workbench.templater.stencil_flat_emit import OUT_X_VALUES, FlatFacts, FlatRead, emit_flat
 
 #: the point's coordinates as polynomial atoms (no C name can clash: not identifiers)
 ATOMS = ("@x", "@y", "@z")
-#: adjacent x points a thread: its neighbours along x read once for the group
-OUT_X_VALUES = [1, 2, 4]
-#: planes a thread marches (:mod:`.stencil`'s depths)
-Z_ITEMS_VALUES = [1, 2, 4, 8, 16, 32]
-#: threads a block (the written size kept reachable)
-BLOCK_THREADS_VALUES = [64, 128, 256, 512, 1024]
 #: the widest x offset a read may have and still come from a register (OUT_X - 1 at most)
 MAX_X_REACH = max(OUT_X_VALUES) - 1
-#: registers a thread holds besides its plane queues (indices, bounds, sums)
-WORKING_REGS = 24
 #: the shape values at which the written grid is compared with ``ceil_div(nx * ny * nz, B)``
 _SAMPLES = (3, 7, 29, 130, 1001)
-
-
-@dataclass(frozen=True)
-class _Read:
-    node: Node  # the subtree a register replaces (``u[i]`` or ``__ldg(&u[i])``)
-    src: str
-    d: int  # plane offset
-    e: int  # column offset
-
-
-@dataclass(frozen=True)
-class _Facts:
-    decl: Node  # the flat index's declaration
-    typ: str  # its declared type, qualifiers kept
-    value: Node  # its value
-    region: list[Node]  # the statements after it (a point's work)
-    split: FlatSplit
-    reads: tuple[_Read, ...]
-    radius: dict[str, int]  # marched input -> R
-    elem: dict[str, str]  # marched input -> element type
 
 
 def lift_flat_stencil(plan: Plan) -> bool:
@@ -194,9 +161,9 @@ def _analyse(plan: Plan, stmts: list[Node], found: tuple[Node, str, Node]
     typ = plan.source.data[decl.start_byte:declarator.start_byte].decode().strip()
     if value is None or "auto" in typ.split():
         raise Refused(f"`{text(decl)}` declares the flat index without a named type", decl)
-    facts = _Facts(decl, typ, value, region, split, kept, radius,
+    facts = FlatFacts(decl, typ, value, region, split, kept, radius,
                    {s: plan.kernel.param(s).base_type for s in radius})
-    return lambda: _emit(plan, facts)
+    return lambda: emit_flat(plan, facts)
 
 
 def _divides(value: Node, t: str, values: dict[str, Node], depth: int = 0) -> bool:
@@ -322,7 +289,7 @@ def _stored(sub: Node) -> bool:
 
 
 def _reads(plan: Plan, region: list[Node], poly: Callable[[Node], Poly], here: Poly,
-           plane: Poly) -> tuple[_Read, ...]:
+           plane: Poly) -> tuple[FlatRead, ...]:
     """Checks every store (an output at the point, never read) and returns the reads of
     const inputs at ``here + d * plane + e`` (``|d| <= MAX_RADIUS``, ``|e| <=
     MAX_X_REACH``)."""
@@ -335,7 +302,7 @@ def _reads(plan: Plan, region: list[Node], poly: Callable[[Node], Poly], here: P
         if n.type == "assignment_expression" and text(n.child_by_field_name("operator")) \
                 != "=" and _base(strip(n.child_by_field_name("left"))) in stored:  # type: ignore[arg-type]
             raise Refused(f"`{text(n)}` reads the output it updates", n)
-    out: list[_Read] = []
+    out: list[FlatRead] = []
     for n in subs:
         src = _base(n)
         if src in stored:
@@ -356,101 +323,6 @@ def _reads(plan: Plan, region: list[Node], poly: Callable[[Node], Poly], here: P
                         "pointer_expression":
                     raise Refused(f"`{text(n.parent)}` takes the address of an input read",
                                   n)
-                out.append(_Read(node, src, d, e))
+                out.append(FlatRead(node, src, d, e))
                 break
     return tuple(out)
-
-
-def _emit(plan: Plan, f: _Facts) -> None:
-    rw = plan.rw
-    names = fresh_names(plan, ["BLOCK_THREADS", "OUT_X", "Z_ITEMS"])
-    bt, ox, zi = names["BLOCK_THREADS"], names["OUT_X"], names["Z_ITEMS"]
-    nx, ny, nz = f.split.extents
-    at = f"((long long)wb_z * {ny} + wb_y) * {nx} + wb_x0 + wb_q"
-    regs = {s: f"wb_{s}" for s in f.radius}
-
-    def load(src: str, address: str) -> str:
-        zero = f"({f.elem[src]})0"
-        read = f"__ldg(&{src}[{address}])" if f.elem[src] in LDG_TYPES else \
-            f"{src}[{address}]"
-        return f"({address} >= 0 && {address} < wb_total) ? {read} : {zero}"
-    declare = "".join(f"  {f.elem[s]} {regs[s]}[{2 * r + 1}][{ox}];\n"
-                      for s, r in f.radius.items())
-    fill = "".join(
-        f"#pragma unroll\n    for (int wb_d = 0; wb_d < {2 * r}; ++wb_d) {{\n"
-        f"      const long long wb_a = wb_at + (wb_d - {r}) * wb_plane;\n"
-        f"      {regs[s]}[wb_d][wb_q] = {load(s, 'wb_a')};\n    }}\n"
-        for s, r in f.radius.items())
-    top = "".join(f"    const long long wb_a{k} = {at} + {r} * wb_plane;\n"
-                  f"    {regs[s]}[{2 * r}][wb_q] = {load(s, f'wb_a{k}')};\n"
-                  for k, (s, r) in enumerate(f.radius.items()))
-    shift = "".join(f"#pragma unroll\n    for (int wb_d = 0; wb_d < {2 * r}; ++wb_d)\n"
-                    f"      {regs[s]}[wb_d][wb_q] = {regs[s]}[wb_d + 1][wb_q];\n"
-                    for s, r in f.radius.items())
-    index = render(plan.source.data, f.decl, lambda n: at if n == f.value else None)
-    head = (f"// this thread: {ox} adjacent x points of one row over {zi} consecutive z planes "
-            f"(its number split x groups fastest)\n"
-            f"  const long long wb_t = (long long)blockIdx.x * {bt} + threadIdx.x;\n"
-            f"  const int wb_nxg = ({nx} + {ox} - 1) / {ox};\n"
-            f"  const int wb_x0 = (int)(wb_t % wb_nxg) * {ox};\n"
-            f"  const int wb_y = (int)(wb_t / wb_nxg % {ny});\n"
-            f"  const int wb_z0 = (int)(wb_t / ((long long)wb_nxg * {ny})) * {zi};\n"
-            f"  const long long wb_plane = (long long){nx} * {ny}, wb_total = wb_plane * {nz};\n"
-            f"  // the planes z - R .. z + R of each column in registers\n{declare}"
-            f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
-            f"    const long long wb_at = ((long long)wb_z0 * {ny} + wb_y) * {nx} + wb_x0 + "
-            f"wb_q;\n{fill}  }}\n"
-            f"  for (int wb_k = 0; wb_k < {zi}; ++wb_k) {{\n"
-            f"  const int wb_z = wb_z0 + wb_k;\n  if (wb_z >= {nz}) break;\n"
-            f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n{top}  }}\n"
-            f"#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
-            f"  if (wb_x0 + wb_q >= {nx}) continue;\n  {index}")
-    rw.replace(f.decl, head)
-    coords = {"x": "wb_x0 + wb_q", "y": "wb_y", "z": "wb_z"}
-    for s in f.region:
-        for n in walk(s):
-            if n.type == "return_statement":
-                rw.replace(n, "continue;")
-            elif n.type == "init_declarator":
-                name = n.child_by_field_name("declarator")
-                v = n.child_by_field_name("value")
-                axis = f.split.coordinate(text(name)) if name is not None else None
-                if axis is not None and v is not None:
-                    rw.replace(v, f"({coords[axis]})")
-    for r in f.reads:
-        slot = f"{regs[r.src]}[{f.radius[r.src] + r.d}]"
-        rw.replace(r.node, f"{slot}[wb_q]" if not r.e else
-                   f"((unsigned)(wb_q + ({r.e})) < (unsigned){ox} ? {slot}[wb_q + ({r.e})] : "
-                   f"{text(r.node)})")
-    rw.insert(f.region[-1].end_byte, f"\n  }}\n#pragma unroll\n  for (int wb_q = 0; wb_q < {ox}; "
-              f"++wb_q) {{\n{shift}  }}\n  }}")
-    written = literal(plan.block[0]) or 256
-    origin = f"{line(f.decl)}: {text(f.decl)}"
-    plan.add_param(bt, {"kind": "choice", "values": sorted({written, *BLOCK_THREADS_VALUES}),
-                        "default": written,
-                        "description": f"threads per block (as written: {written})"}, origin)
-    plan.add_param(ox, {"kind": "choice", "values": OUT_X_VALUES, "default": 1,
-                        "description": "adjacent x points a thread, their shared x neighbours "
-                                       "read once (as written: 1)"}, origin)
-    plan.add_param(zi, {"kind": "choice", "values": Z_ITEMS_VALUES, "default": 1,
-                        "description": "consecutive z planes a thread marches, the planes "
-                                       "below / at / above in registers (as written: 1)"}, origin)
-    sx, sy, sz = (plan.scalars[e] for e in f.split.extents)
-    plan.grid = [f"ceil_div(ceil_div({sx}, {ox}) * ({sy}) * ceil_div({sz}, {zi}), {bt})"]
-    plan.block = [bt]
-    plan.launch_bounds = bt
-    if _min_blocks_follows(plan):
-        # the queues are live across the planes: a register cap from a minimum of resident
-        # blocks below them spills (sm_90 ptxas: 3 planes of 4 columns at 32 registers)
-        slots = sum(2 * r + 1 for r in f.radius.values())
-        plan.constrain(f"MIN_BLOCKS_PER_SM == 0 or {slots} * {ox} + {WORKING_REGS} <= 65536 // "
-                       f"({bt} * MIN_BLOCKS_PER_SM)")
-    marched = ", ".join(f"{s} (planes z - {r} .. z + {r})" for s, r in f.radius.items())
-    plan.note("BLOCK_THREADS", True, f"the flat launch's block size ({written} as written)",
-              f.decl)
-    plan.note("Z_ITEMS", True, f"the flat index {f.split.index} is the point (x, y, z) of a "
-              f"[{nz}][{ny}][{nx}] box; each thread walks {zi} consecutive z planes of one row, "
-              f"{marched} in registers loaded once a plane; the grid covers ceil({nx} / {ox}) "
-              f"* {ny} * ceil({nz} / {zi}) threads", f.decl)
-    plan.note("OUT_X", True, f"each thread computes {ox} adjacent x points at each plane; "
-              "an x neighbour the thread holds is read from its register", f.decl)
