@@ -96,6 +96,7 @@ from workbench.templater.smem_tiles import lift_tied_tiles
 from workbench.templater.split_walk import apply_split_walk
 from workbench.templater.staged_walk import apply_staged_walk
 from workbench.templater.stencil import lift_stencil
+from workbench.templater.stencil_flat import lift_flat_stencil
 from workbench.templater.stencil_rows import lift_rows
 from workbench.templater.stencil_zmarch import lift_zmarch
 from workbench.templater.store_vec import apply_store_vec
@@ -266,7 +267,8 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
         if not (guard(lift_reduce, compared_by_total) or
                 guard(lift_colreduce, compared_by_total) or guard(lift_scan) or
                 guard(lift_regtile) or guard(lift_tile) or guard(lift_tile_batch) or
-                guard(lift_tied_tiles) or guard(lift_stencil) or guard(lift_zmarch) or
+                guard(lift_tied_tiles) or guard(lift_stencil) or guard(lift_flat_stencil) or
+                guard(lift_zmarch) or
                 guard(lift_centre) or guard(lift_conv) or guard(lift_rows) or
                 guard(lift_phases) or guard(lift_fir) or guard(apply_warp, macros) or
                 guard(lift_merge)):

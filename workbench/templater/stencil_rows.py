@@ -226,6 +226,9 @@ def _flat_index(plan: Plan) -> Callable[[], None] | None:
             target = write_target(n)
             if target is not None and text(target) == t:
                 raise Refused(f"the point's index is assigned (`{text(n)}`)", n)
+    if text(strip(width)) not in plan.scalars:  # the grid's rule names the width's argument
+        raise Refused(f"the row width `{text(width)}` of the flat index {t} is not a kernel "
+                      "argument", width)
     facts = _Facts(t, t, tdecl, tdecl, *found)
     return lambda: _emit_flat(plan, idx, facts, text(strip(width)), rows)
 
