@@ -28,8 +28,9 @@ benchmarks/corpus_compute_unseen22 (``--set unseen22``: six more, held back the 
 benchmarks/corpus_compute_unseen23 (``--set unseen23``: six more, held back the same way),
 benchmarks/corpus_compute_unseen24 (``--set unseen24``: six more, held back the same way),
 benchmarks/corpus_compute_unseen25 (``--set unseen25``: six more, held back the same way),
-benchmarks/corpus_compute_unseen26 (``--set unseen26``: six more, held back the same way) and
-benchmarks/corpus_compute_unseen27 (``--set unseen27``: six more, held back the same way):
+benchmarks/corpus_compute_unseen26 (``--set unseen26``: six more, held back the same way),
+benchmarks/corpus_compute_unseen27 (``--set unseen27``: six more, held back the same way) and
+benchmarks/corpus_compute_unseen28 (``--set unseen28``: six more, held back the same way):
 
 (a) the kernel as written (the folder's ``[baseline]``), timed inside each tune below;
 (b) the user's route: a copy of the ``workbench init``-made folder (no ``[template]``)
@@ -98,7 +99,8 @@ SETS = {"compute": ROOT / "benchmarks" / "corpus_compute",
         "unseen24": ROOT / "benchmarks" / "corpus_compute_unseen24",
         "unseen25": ROOT / "benchmarks" / "corpus_compute_unseen25",
         "unseen26": ROOT / "benchmarks" / "corpus_compute_unseen26",
-        "unseen27": ROOT / "benchmarks" / "corpus_compute_unseen27"}
+        "unseen27": ROOT / "benchmarks" / "corpus_compute_unseen27",
+        "unseen28": ROOT / "benchmarks" / "corpus_compute_unseen28"}
 #: Kernels whose speed is bounded by DRAM bandwidth: reported as % of a copy too.
 MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "colsum_partials",
                           "sse_partials", "row_l2norm", "heat_step13",
@@ -121,7 +123,8 @@ MEMORY_BOUND = frozenset({"partial_sum", "warp_row", "stencil3d", "gauss5", "col
                           "rope_rotate_f16", "masked_fill_scale",
                           "huber_partials_gs", "logsoftmax_h16_warp", "take_rows_i64",
                           "minmax_sum_partials", "rowquant_h16_s8", "varcoef7_zmarch",
-                          "mse_i16_partials", "layernorm_rows_yw", "jacobi7_poisson_flat"})
+                          "mse_i16_partials", "layernorm_rows_yw", "jacobi7_poisson_flat",
+                          "normpair_partials", "knn_dist_h16_warp", "box27_aniso_dacc"})
 PROPOSE_TIMEOUT_S = 240
 
 
@@ -256,7 +259,8 @@ def main() -> int:
                     help="compute, unseen, unseen2, unseen3, unseen4, unseen5, unseen6, unseen7, "
                          "unseen8, unseen9, unseen10, unseen11, unseen12, unseen13, unseen14, "
                          "unseen15, unseen16, unseen17, unseen18, unseen19, unseen20, unseen21, "
-                         "unseen22, unseen23, unseen24, unseen25, unseen26, unseen27, or "
+                         "unseen22, unseen23, unseen24, unseen25, unseen26, unseen27, "
+                         "unseen28, or "
                          "several in order (the unseen sets run last)")
     ap.add_argument("--budget", type=int, default=40, help="guided evaluations per route")
     ap.add_argument("--kernels", default="", help="comma-separated subset")

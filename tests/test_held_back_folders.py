@@ -1,7 +1,7 @@
 """The held-back corpora's folders (benchmarks/corpus_compute_unseen3, _unseen4, _unseen5,
 _unseen6, _unseen7, _unseen8, _unseen9, _unseen10, _unseen11, _unseen12, _unseen13,
 _unseen14, _unseen15, _unseen16, _unseen17, _unseen18, _unseen19, _unseen20, _unseen21,
-_unseen22, _unseen23, _unseen24, _unseen25, _unseen26, _unseen27),
+_unseen22, _unseen23, _unseen24, _unseen25, _unseen26, _unseen27, _unseen28),
 checked the same way for every set: the plain folder is what `workbench init` writes (no
 template), the expert is its copy plus a [template] whose defaults launch the kernel as
 written, and every config of the expert's space stays inside its constraints and the launch
@@ -38,6 +38,7 @@ import held_back_unseen24
 import held_back_unseen25
 import held_back_unseen26
 import held_back_unseen27
+import held_back_unseen28
 import pytest
 import test_corpus_unseen3
 
@@ -54,7 +55,8 @@ SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_bac
                                 held_back_unseen20, held_back_unseen21,
                                 held_back_unseen22, held_back_unseen23,
                                 held_back_unseen24, held_back_unseen25,
-                                held_back_unseen26, held_back_unseen27)
+                                held_back_unseen26, held_back_unseen27,
+                                held_back_unseen28)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 

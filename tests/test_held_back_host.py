@@ -39,6 +39,7 @@ import held_back_unseen24
 import held_back_unseen25
 import held_back_unseen26
 import held_back_unseen27
+import held_back_unseen28
 import pytest
 from held_back_harness import BENCHMARKS, HeldBackSet
 from helpers_nvcc import needs_nvcc
@@ -65,7 +66,8 @@ SETS: tuple[HeldBackSet, ...] = (held_back_unseen4.SET, held_back_unseen5.SET,
                                  held_back_unseen24.SET,
                                  held_back_unseen25.SET,
                                  held_back_unseen26.SET,
-                                 held_back_unseen27.SET)
+                                 held_back_unseen27.SET,
+                                 held_back_unseen28.SET)
 KERNELS = [pytest.param(s, name, id=f"{s.key}-{name}") for s in SETS for name in s.kernels]
 _FULL_ONLY = [pytest.mark.slow, pytest.mark.skipif(
     not FULL_MATRIX, reason="each set's first and last kernel by default; "

@@ -1,5 +1,5 @@
 """GPU tier for the held-back compute corpora (benchmarks/corpus_compute_unseen3 to
-corpus_compute_unseen27): on the device, each plain kernel passes its reference.py at the
+corpus_compute_unseen28): on the device, each plain kernel passes its reference.py at the
 check shape and runs at least 20 us at every timed shape (so its timings are not launch
 overhead), and each expert template is correct at the configs the host simulation checks
 (tests/test_corpus_unseen3.py, tests/test_held_back_host.py) and at every all-ends config.
@@ -35,6 +35,7 @@ import held_back_unseen24
 import held_back_unseen25
 import held_back_unseen26
 import held_back_unseen27
+import held_back_unseen28
 import pytest
 import test_corpus_unseen3
 from helpers_templater import end_configs
@@ -59,7 +60,8 @@ SETS: tuple[ModuleType, ...] = (test_corpus_unseen3, held_back_unseen4, held_bac
                                 held_back_unseen20, held_back_unseen21,
                                 held_back_unseen22, held_back_unseen23,
                                 held_back_unseen24, held_back_unseen25,
-                                held_back_unseen26, held_back_unseen27)
+                                held_back_unseen26, held_back_unseen27,
+                                held_back_unseen28)
 FOLDERS = [pytest.param(s, name, id=f"{Path(s.ROOT).name}-{name}")
            for s in SETS for name in s.KERNELS]
 
