@@ -16,7 +16,8 @@ plain 2-D indexing; dil2_rowptr_helper: a 5 x 3 filter at dilation 2 along rows 
 columns, the row pointer ``const float *row = in + ...`` and a helper reading the tap).
 A third, dil2_zpad_skip, pads with zeros around each output (``continue`` skips in both
 loops, taps at -2, 0, +2): the skips' conditions read the shifted point as the value does.
-Gap asserted: a dilated window inside a channel loop lifts no OUT_Y (noted).
+Gaps asserted: a dilated window inside a channel loop lifts no OUT_Y (noted); a dilated tap
+reading two inputs lifts OUT_Y / OUT_X but no tile per read (noted).
 Host (g++): bit for bit against the kernels as written at the default, mixes and the
 all-ends configs' first and last.
 """
@@ -99,6 +100,33 @@ def test_a_dilated_window_in_a_channel_loop_is_a_gap() -> None:
     assert any(n.startswith("OUT_Y: not applied: the window reads y + 2 * i (dilated): "
                             "modelled without a channel loop around it") for n in lifted.notes), \
         lifted.notes
+
+
+_TWO_INPUTS = """
+__constant__ float c_w[9];
+extern "C" __global__ void k(float *out, const float *a, const float *b, int W, int H)
+{
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= W - 4 || y >= H - 4) return;
+    float acc = 0.0f;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            acc += c_w[i * 3 + j] * (a[(y + 2 * i) * W + x + 2 * j] - b[(y + 2 * i) * W + x + 2 * j]);
+    out[y * W + x] = acc;
+}
+"""
+
+
+def test_a_dilated_window_of_two_inputs_has_no_tiles() -> None:
+    """Gap: a dilated tap reading two inputs lifts OUT_Y / OUT_X, no tile per read."""
+    lifted = lift_kernel(_TWO_INPUTS, entry="k", grid=["ceil_div(W, 16)", "ceil_div(H, 16)"],
+                         block=["16", "16"], scalars={"W": "W", "H": "H"})
+    assert {"OUT_Y", "OUT_X"} <= {p.name for p in lifted.params}, lifted.notes
+    assert "USE_SMEM" not in {p.name for p in lifted.params}, lifted.notes
+    assert any(n.startswith("USE_SMEM: not applied: the tap value reads a, b") and
+               "a tile per read is modelled for a window read without dilation" in n
+               for n in lifted.notes), lifted.notes
 
 
 @needs_gxx

@@ -56,7 +56,8 @@ it), where what the skip jumps over is declarations that read no memory and call
 (they now run for every tap), the loops below and the accumulation; ``C`` reads and writes
 no memory. Anything else with a ``continue`` is refused as before. The accumulation may also be ``acc = acc + w * v`` or ``acc =
 fmaf(w, v, acc)`` (kept fused); calls in the tap value must be pure or read-only
-(:mod:`.conv_reads`).
+(:mod:`.conv_reads`). A dilated window (the value reads ``y + D * i`` / ``x + D * j``) is
+:mod:`.conv_dilate`'s reading of the same rewrite.
 """
 
 from __future__ import annotations
@@ -805,6 +806,9 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     if staged and (outer.flipped or inner.flipped):
         plan.note("USE_SMEM", False, f"{staged}; a tile per read walks the window upwards: "
                   "a flipped filter is modelled with one tile of the tap value", outer.loop)
+    elif staged and (outer.dil > 1 or inner.dil > 1):
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read is modelled for a window "
+                  "read without dilation", outer.loop)
     elif staged:
         facts = replace(facts, staged=_tiles(plan, expr, facts, guard_stmt, staged, own))
     if channel is nest[0] and facts.smem_at is None and refill is None:

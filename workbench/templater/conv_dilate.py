@@ -13,7 +13,11 @@ output of the thread needs is not read). The value at walk step ``s`` is read wi
 point shifted by ``s % D`` and the window index ``lo + s / D`` (``y + s % D + D * (lo + s /
 D)`` is ``y + D * lo + s``); the single-assignment locals it reads that depend on the point
 are expanded into it, so a row start kept in a local (``rowStart = plane + (y + D * i) * W
-+ x``) moves with the shift. The same holds for the columns (``x + D * j``).
++ x``) moves with the shift; zero padding (an ``if`` or ``continue`` skips) reads the
+shifted point the same way. The same holds for the columns (``x + D * j``). USE_SMEM's tile
+carries the dilated apron (``D * (n - 1)`` rows and columns past the block's outputs).
+Refused (noted): a dilated window in a channel loop or a flipped one; a tap reading several
+inputs lifts no tile per read.
 """
 
 from __future__ import annotations
