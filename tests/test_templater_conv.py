@@ -166,10 +166,10 @@ extern "C" __global__ void k(float* out, const float* in, int h, int w) {
   float acc = 0.0f;
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j)
-      if (y + 2 * i < h && x + j < w) acc += in[(y + 2 * i) * w + x + j];
+      if (2 * y + i < h && x + j < w) acc += in[(2 * y + i) * w + x + j];
   out[y * w + x] = acc;
 }
-""", "other than through y + i", 9),
+""", "other than through y + i", 9),  # y + 2 * i is a dilated window (test_s35_dil_window)
 }
 
 

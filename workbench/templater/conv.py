@@ -56,7 +56,8 @@ it), where what the skip jumps over is declarations that read no memory and call
 (they now run for every tap), the loops below and the accumulation; ``C`` reads and writes
 no memory. Anything else with a ``continue`` is refused as before. The accumulation may also be ``acc = acc + w * v`` or ``acc =
 fmaf(w, v, acc)`` (kept fused); calls in the tap value must be pure or read-only
-(:mod:`.conv_reads`).
+(:mod:`.conv_reads`). A dilated window (the value reads ``y + D * i`` / ``x + D * j``) is
+:mod:`.conv_dilate`'s reading of the same rewrite.
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ from workbench.templater.analysis import (
     text,
     walk,
     write_target,
+)
+from workbench.templater.conv_dilate import (
+    dilation,
+    first_needing,
+    shifted_value,
+    tap_index,
+    tap_test,
 )
 from workbench.templater.conv_fold import (
     Fold,
@@ -166,6 +174,14 @@ class _Window:
     #: flipped filter, ``in[y + R - i]``): the rewrite walks the input rows downwards so
     #: each output still takes its taps in the written order
     flipped: bool = False
+    #: the value reads the point and this loop through ``y + dil * i`` (a dilated window,
+    #: :mod:`.conv_dilate`): the walk covers ``dil * (count - 1) + 1`` inputs per output
+    dil: int = 1
+
+    @property
+    def span(self) -> int:
+        """The inputs one output's window covers along this loop."""
+        return self.dil * (self.count - 1) + 1
 
 
 def lift_conv(plan: Plan) -> bool:
@@ -450,7 +466,8 @@ def _nest(plan: Plan, top: Node, defs: dict[str, str]) -> list[_Window] | None:
     return nest
 
 
-def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x: str
+def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x: str,
+           const: Callable[[str], int | None] = lambda _a: None
            ) -> tuple[_Window, _Window, _Window | None]:
     """(window rows, window columns, channel loop or None). The row loop is the one whose
     variable the value reads only through ``y + i``; of three loops, the channel loop is
@@ -479,6 +496,9 @@ def _roles(nest: list[_Window], expr: _Expr, value_parts: list[Node], y: str, x:
         channel, outer, inner = ([p for p in flipped_ok if columns_ok(p)] or flipped_ok)[0]
         outer = replace(outer, flipped=True)
         rows_ok = [(channel, outer, inner)]
+    if not rows_ok:  # a dilated window, y + D * i (refused in a channel loop: _analyse)
+        rows_ok = [(channel, replace(outer, dil=dil), inner) for channel, outer, inner in picks
+                   if (dil := dilation(expr, value_parts, y, outer.var, const)) is not None][:1]
     both_ok = [pick for pick in rows_ok if columns_ok(pick)]
     if not rows_ok:
         _, outer, inner = picks[0]
@@ -517,11 +537,12 @@ class _Accumulate:
     fused: str = ""  # `acc = fmaf(w, v, acc)`: the call (the rewrite keeps it fused)
     skips: tuple[Node, ...] = ()  # conditions of `if (C) continue;` around it (taps skipped)
 
-    def condition(self) -> str:
-        """The condition the tap is added under, as text ("" when always)."""
-        parts = [f"!({text(c)})" for c in self.skips]
-        parts += [f"({text(self.cond)})"] if self.cond is not None else []
-        return text(self.cond) if self.cond is not None and not self.skips else \
+    def condition(self, show: Callable[[Node], str] = text) -> str:
+        """The condition the tap is added under, as text ("" when always); ``show``: each
+        part's text (a dilated walk's shifted point, :mod:`.conv_dilate`)."""
+        parts = [f"!({show(c)})" for c in self.skips]
+        parts += [f"({show(self.cond)})"] if self.cond is not None else []
+        return show(self.cond) if self.cond is not None and not self.skips else \
             " && ".join(parts)
 
 
@@ -626,13 +647,16 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         raise Refused(f"the accumulation `{text(rest[0])}` reads nothing that depends on {y}",
                       rest[0])
     value_parts = [*acc.value, *([acc.cond] if acc.cond is not None else []), *acc.skips]
-    outer, inner, channel = _roles(nest, expr, value_parts, y, x)
+    const = _constant(defs)
+    outer, inner, channel = _roles(nest, expr, value_parts, y, x, const)
     nest = [outer if w.loop is outer.loop else w for w in nest]
     for w in (outer, inner):
         if w.downward:
             raise Refused(f"the window loop over {w.var} counts down: the window's rows and "
                           "columns are walked upwards (a channel loop may count down)", w.loop)
     j = inner.var
+    if outer.dil > 1:
+        dilated_refusal(f"{y} + {outer.dil} * {outer.var}", channel, outer.flipped, outer.loop)
     if channel is not None:
         _check_channel(channel, expr, {x, y, acc.acc})
     for f in acc.weight:
@@ -732,6 +756,17 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     elem = plan.kernel.param(src).base_type if len(inputs) == 1 else ""
     x_step, x_refused, x_flipped = _columns(expr, x, j, value_parts, acc.weight, cond,
                                             out_when_true, target, rhs, init)
+    x_dil = dilation(expr, value_parts, x, j, const) if x_refused is not None else None
+    if x_dil is not None:  # x + D * j: the other conditions as for x + j
+        x_step, x_refused, _flip = _columns(expr, x, j, [], acc.weight, cond, out_when_true,
+                                            target, rhs, init)
+        if x_refused is None:
+            inner = replace(inner, dil=x_dil)
+            nest = [inner if w.loop is inner.loop else w for w in nest]
+    if outer.dil > 1 or inner.dil > 1:
+        dilated_refusal(f"{y} + {outer.dil} * {outer.var}" if outer.dil > 1 else
+                        f"{x} + {inner.dil} * {j}", channel,
+                        outer.flipped or inner.flipped, outer.loop)
     if x_flipped:
         inner = replace(inner, flipped=True)
         nest = [inner if w.loop is inner.loop else w for w in nest]
@@ -763,9 +798,17 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
                    tuple(nest), channel, refill, fold, tuple(inputs))
     facts = replace(facts, fill_decls=_value_decls(expr, nest, value_parts)[1],
                     fill_late=smem[1] if smem is not None else ())
+    if outer.dil > 1 or inner.dil > 1:  # the value expands what reads the shifted point
+        shifted = {p for w, p in ((outer, y), (inner, x)) if w.dil > 1}
+        facts = replace(facts, fill_decls=tuple(d for d in facts.fill_decls
+                                                if not expr.names(d) & shifted),
+                        shifted=tuple(d for d in nest_decls if expr.names(d) & shifted))
     if staged and (outer.flipped or inner.flipped):
         plan.note("USE_SMEM", False, f"{staged}; a tile per read walks the window upwards: "
                   "a flipped filter is modelled with one tile of the tap value", outer.loop)
+    elif staged and (outer.dil > 1 or inner.dil > 1):
+        plan.note("USE_SMEM", False, f"{staged}; a tile per read is modelled for a window "
+                  "read without dilation", outer.loop)
     elif staged:
         facts = replace(facts, staged=_tiles(plan, expr, facts, guard_stmt, staged, own))
     if channel is nest[0] and facts.smem_at is None and refill is None:
@@ -782,6 +825,20 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     def emit() -> None:
         _emit(plan, idx, facts, expr, grid_x, grid_y)
     return emit
+
+
+def _constant(defs: dict[str, str]) -> Callable[[str], int | None]:
+    """A name's compile-time integer value over ``defs`` (None: not one)."""
+    return lambda name: _const(defs[name], defs) if name in defs else None
+
+
+def dilated_refusal(what: str, channel: _Window | None, flipped: bool, node: Node) -> None:
+    """A dilated window (:mod:`.conv_dilate`) is rewritten without a channel loop or a
+    flipped filter; Refused where one is there."""
+    why = ("a channel loop around it" if channel is not None else
+           "a flipped filter" if flipped else "")
+    if why:
+        raise Refused(f"the window reads {what} (dilated): modelled without {why}", node)
 
 
 def _fold(nest: list[_Window], channel: _Window | None, acc: str, expr: _Expr,
@@ -1039,6 +1096,9 @@ class _Facts:
     #: declarations after the bounds check the value reads (the plane's offset), the same
     #: for the block's threads: USE_SMEM's fill re-declares them
     fill_late: tuple[Node, ...] = ()
+    #: a dilated window's loop declarations that read a shifted point: the value reads them
+    #: expanded (:func:`.conv_dilate.shifted_value`), the walk leaves them out
+    shifted: tuple[Node, ...] = ()
 
     @property
     def tap_value(self) -> str:
@@ -1055,6 +1115,18 @@ def _decls(w: _Window, acc_decl: tuple[Node, str] | None = None,
     shown = (acc_decl[1] if acc_decl is not None and s is acc_decl[0] else show(s)
              for s in w.body if s.type == "declaration")
     return "\n    ".join(t for t in shown if t)  # "": a declaration left out
+
+
+def _dilated(w: _Window) -> str:
+    """``D * `` in a note's words where the window is dilated ("" else)."""
+    return f"{w.dil} * " if w.dil > 1 else ""
+
+
+def _dilated_walk(w: _Window, what: str) -> str:
+    """How a dilated walk feeds the outputs, in a note's words ("" where not dilated)."""
+    return (f" (dilation {w.dil}: input {what} s past the first output's feeds output k "
+            f"through tap (s - k) / {w.dil} where whole, each output's taps in the written "
+            "order)") if w.dil > 1 else ""
 
 
 def _walk(w: _Window, step: str, outs: str) -> str:
@@ -1090,6 +1162,18 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
     input rows, the window columns the OUT_X + m - 1 input columns, and a channel loop is
     kept as written, each with its declarations, in the written order."""
     n, m = f.outer.count, f.inner.count
+    if w.dil > 1 and w in (f.outer, f.inner):  # a dilated window (:mod:`.conv_dilate`)
+        r, first, outs, pad = ("wb_r", "wb_first", oy, "  ") if w is f.outer else \
+            ("wb_c", "wb_first_c", ox, "    ")
+        return (f"#pragma unroll\n{pad}for (int {r} = 0; {r} < {w.span} + {outs} - 1; "
+                f"++{r}) {{\n"
+                f"{pad}  const int {w.var} = ({w.lo_text}) + {r} / {w.dil};  // the window "
+                f"index at input {r} % {w.dil} past output 0's point (dilation {w.dil})\n"
+                f"{pad}  // the first output that needs this input (none of this thread's: "
+                f"not read)\n"
+                f"{pad}  const int {first} = {first_needing(r, w.dil, w.count)};\n"
+                f"{pad}  if ({first} >= {outs}) continue;\n"
+                f"{pad}  {_decls(w, show=show)}\n")
     if w is f.outer:
         return (f"#pragma unroll\n  for (int wb_r = 0; wb_r < {n} + {oy} - 1; ++wb_r) {{\n"
                 f"    const int {w.var} = {_walk(w, 'wb_r', oy)};  // {_walk_note(w, 'row')}\n"
@@ -1129,8 +1213,10 @@ def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
         plan.constrain(f"{off} or {elem_bytes} * {planes}{tile_h} * {tile_w} <= {_MAX_SMEM}")
         per = f", a tile per channel ({ch.count}: the loop over {ch.var})" \
             if ch is not None else ""
+        apron = f" (the dilated apron: dilation {f.outer.dil} x {f.inner.dil})" \
+            if f.outer.dil > 1 or f.inner.dil > 1 else ""
         plan.note("USE_SMEM", True, f"{f.src}'s values for the block's {tile_h} x {tile_w} "
-                  f"window inputs{per} staged in shared memory before the bounds check; each "
+                  f"window inputs{apron}{per} staged in shared memory before the bounds check; each "
                   "thread reads them from the tile", f.outer.loop)
     if 2 in modes:
         assert ch is not None
@@ -1145,8 +1231,8 @@ def _tile_rows(f: _Facts) -> dict[str, str]:
     """The window rows' and columns' indices at tile row ``wb_pr`` and column ``wb_pc``:
     tile row (column) p holds the p-th input row upwards, a flipped window's index there
     counted from its last tap."""
-    return {w.var: f"{w.count - 1} - {p}" if w.flipped else p
-            for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+    return {w.var: f"{w.count - 1} - {p}" if w.flipped else f"{p} / {w.dil}" if w.dil > 1
+            else p for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
 
 
 def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passes: str,
@@ -1221,7 +1307,7 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
     window's halo (one tile per channel of a channel loop), each read where the first
     output of the block that needs it passes the check, as the thread would."""
     (bx, by), (oy, ox) = block, outs
-    n, m, ch = f.outer.count, f.inner.count, f.channel
+    ch = f.channel
     where = _tile_rows(f)
     if ch is not None:
         where[ch.var] = "wb_pch"
@@ -1235,7 +1321,7 @@ def _fill(f: _Facts, smem: str, tile: tuple[str, str], block: tuple[str, str],
          f"const int {f.x} = (int)blockIdx.x * ({bx} * {ox})"),
         (f"{f.y} + {f.outer.var}", f"{f.x} + {f.inner.var}"), "the value reads",
         "".join(f"    {text(d)}\n" for d in f.fill_late) + levels,
-        (n - 1, m - 1), passes, value, f"({f.elem})0"))
+        (f.outer.span - 1, f.inner.span - 1), passes, value, f"({f.elem})0"))
 
 
 def _tiles(plan: Plan, expr: _Expr, f: _Facts, guard: Node, staged: str,
@@ -1361,9 +1447,11 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         if m.type != "identifier":
             return None
         if text(m) == i:
-            return f"({i} + wb_k)" if f.outer.flipped else f"({i} - wb_k)"
+            return tap_index(f.outer.lo_text, "wb_r", "wb_k", f.outer.dil) \
+                if f.outer.dil > 1 else f"({i} + wb_k)" if f.outer.flipped else f"({i} - wb_k)"
         if text(m) == j:
-            return f"({j} + wb_q)" if f.inner.flipped else f"({j} - wb_q)"
+            return tap_index(f.inner.lo_text, "wb_c", "wb_q", f.inner.dil) \
+                if f.inner.dil > 1 else f"({j} + wb_q)" if f.inner.flipped else f"({j} - wb_q)"
         value = expr.values.get(text(m))
         if text(m) in f.loop_locals and value is not None and {i, j} & expr.names(m) and \
                 depth < 12:
@@ -1382,9 +1470,22 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         return lambda node: render(data, node, sub)
     zero = f"({f.elem})0" if f.elem else "0"  # no element type: as the value's (several inputs)
 
-    def tap(show: Callable[[Node], str]) -> str:
-        value = " * ".join(f"({show(v)})" for v in f.acc.value)
-        return f"({f.acc.condition()}) ? ({value}) : {zero}" if f.acc.condition() else value
+    shifts = {w_.var: (p_, c_) for w_, p_, c_ in ((f.outer, y, "wb_r"), (f.inner, x, "wb_c"))
+              if w_.dil > 1}
+
+    def dilated(at: tuple[str, str]) -> Callable[[Node], str]:
+        """A part of the tap at the walk's (or the fill's) row and column counters ``at``."""
+        by_point = {p_: f"{at[0] if c_ == 'wb_r' else at[1]} % {w_.dil}"
+                    for w_ in (f.outer, f.inner) if w_.var in shifts
+                    for p_, c_ in [shifts[w_.var]]}
+        return lambda part: shifted_value(data, [part], expr.values, expr.names, by_point,
+                                          {i, j, f.acc.acc})[0]
+
+    def tap(show: Callable[[Node], str], at: tuple[str, str] = ("wb_r", "wb_c")) -> str:
+        part = dilated(at) if shifts else show
+        value = " * ".join(f"({part(v)})" for v in f.acc.value)
+        when = f.acc.condition(dilated(at)) if shifts else f.acc.condition()
+        return f"({when}) ? ({value}) : {zero}" if when else value
     show = show_with(False)
     value = tap(show)
     weight = " * ".join(f"({render(data, w, weight_sub)})" for w in f.acc.weight) or "1"
@@ -1402,7 +1503,8 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         if (f.smem_at is not None or f.refill is not None) and ox != "1" else ""
     modes = [1] * (f.smem_at is not None) + [2] * (f.refill is not None) if smem else []
     one = smem if f.refill is None else f"{smem} == 1"  # the tile(s) staged before the check
-    tile_h, tile_w = f"({by_name} * {oy} + {n - 1})", f"({bx_name} * {ox} + {m - 1})"
+    tile_h = f"({by_name} * {oy} + {f.outer.span - 1})"
+    tile_w = f"({bx_name} * {ox} + {f.inner.span - 1})"
     ch = f.channel
     # a tile per channel (all staged before the check), read at the channel's own tile
     at_ch = f"[({ch.var}) - ({ch.lo_text})]" if ch is not None else ""
@@ -1420,7 +1522,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         assert f.smem_at is not None
         rw.insert(f.smem_at.start_byte, _fill(f, one, (tile_h, tile_w), (bx_name, by_name),
                                               (oy, ox), passes('wb_first', 'wb_first_c'),
-                                              value))
+                                              tap(show, ("wb_pr", "wb_pc"))))
     refill_head = ""
     if 2 in modes:
         assert f.refill is not None and ch is not None
@@ -1454,14 +1556,19 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
             (f"{n} + {oy} - 1", f"{m} + {ox} - 1"), lambda r: render(data, r, tiled))
 
     tr, tc = _tap(f.outer, "wb_r", "wb_k", oy), _tap(f.inner, "wb_c", "wb_q", ox)
+    takes = " && ".join(
+        tap_test(c_, k_, w_.dil, w_.count) if w_.dil > 1 else f"{t_} >= 0 && {t_} < {w_.count}"
+        for w_, c_, k_, t_ in ((f.outer, "wb_r", "wb_k", tr), (f.inner, "wb_c", "wb_q", tc)))
 
     def nest_text(read: str, show: Callable[[Node], str] = show) -> str:
+        if f.shifted:
+            show = (lambda shown: lambda d: "" if d in f.shifted else shown(d))(show)
         return (
             "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl, show) for w in f.nest) +
             f"{read}"
             f"#pragma unroll\n      for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
             f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
-            f"          if ({tr} >= 0 && {tr} < {n} && {tc} >= 0 && {tc} < {m}) {update};\n"
+            f"          if ({takes}) {update};\n"
             f"        }}\n      }}\n" + "    }\n" * (len(f.nest) - 1) +
             (refill_close(smem) if refill_head else "") +
             (fold_text(data, f.fold, copies, oy, ox) if f.fold is not None else "") + "  }")
@@ -1511,8 +1618,10 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
                        f"{line(idx['x'][0])}: {text(idx['x'][0])}")
         plan.constrain(f"{ox} * {oy} <= 16")
         plan.note("OUT_X", True, f"each thread computes {ox} consecutive columns; "
-                  f"{f.tap_value} at input column {x} {'-' if f.inner.flipped else '+'} {j} is loaded once per row and feeds every "
-                  f"column's accumulator; the grid's x divisor is {bx} * {ox}", f.outer.loop)
+                  f"{f.tap_value} at input column {x} {'-' if f.inner.flipped else '+'} "
+                  f"{_dilated(f.inner)}{j} is loaded once per row and feeds every "
+                  f"column's accumulator{_dilated_walk(f.inner, 'column')}; the grid's x divisor is "
+                  f"{bx} * {ox}", f.outer.loop)
     plan.block = [bx, by, *plan.block[2:]]
     # the launch rule in the lifted names (a block the author named TX stays TX)
     renamed = {"BLOCK_X": bx, "BLOCK_Y": by, "OUT_Y": oy, "OUT_X": ox}
@@ -1532,8 +1641,9 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
         "taps in the written order)" if ch is not None else ""
     plan.note("OUT_Y", True, f"each thread computes {oy} consecutive rows of the {n} x "
               f"{f.inner.count} window sum; {f.tap_value} at input row {y} "
-              f"{'-' if f.outer.flipped else '+'} {i} is loaded "
-              f"once per row and column{per} and feeds every output row's accumulator; the "
+              f"{'-' if f.outer.flipped else '+'} {_dilated(f.outer)}{i} is loaded "
+              f"once per row and column{per} and feeds every output row's accumulator"
+              f"{_dilated_walk(f.outer, 'row')}; the "
               f"grid's y divisor is {by} * {oy}" + (
                   f"; the fold after each channel's taps (line {line(f.fold.stmts[0])}) runs "
                   f"per output on its own {', '.join(sorted(f.fold.names))}"
