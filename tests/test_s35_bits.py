@@ -163,3 +163,15 @@ def test_the_respelling_computes_as_written(spelling: str, tmp_path: Path,
     configs = default_and_mix(template, kf, CASES[spelling][1])
     assert same_as_written(kf, template, configs, _host, tmp_path / "run", host_flags) == \
         len(configs)
+
+
+@pytest.mark.parametrize("guard", ["v != 0u && ", "v && ", "0 != v && "])
+def test_a_zero_guarded_loop_lifts_and_a_guard_of_another_value_does_not(guard: str) -> None:
+    names, notes, _ = _lift(f"  unsigned v = x[i];\n  int s = 0;\n"
+                            f"  while ({guard}(v & 1) == 0) {{ v >>= 1; ++s; }}\n"
+                            "  out[i] = v + s;\n")
+    assert "CTZ" in names and notes[0].startswith("CTZ: applied:"), notes
+    names, notes, _ = _lift(f"  unsigned v = x[i], w = x[i + 1];\n  int s = 0;\n"
+                            f"  while ({guard}((v | w) & 1) == 0) {{ v >>= 1; w >>= 1; ++s; }}\n"
+                            "  out[i] = v + s + w;\n")
+    assert "CTZ" not in names and not notes, notes

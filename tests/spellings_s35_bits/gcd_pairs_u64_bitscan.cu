@@ -1,9 +1,9 @@
 // gcd_binary_pairs in 64-bit arithmetic through pointer-taking helpers: the common factor
 // of two counted by a bit-scan helper (a trailing-zero count loop with a counter), the
 // parity by `% 2`, halvings by `/= 2`, a `for (;;)` with a `break`, a size_t index.
-__device__ __forceinline__ int trailing_zeros(unsigned long long w) {  // w != 0
+__device__ __forceinline__ int trailing_zeros(unsigned long long w) {
   int tz = 0;
-  while ((w & 1ull) == 0ull) {
+  while (w != 0ull && (w & 1ull) == 0ull) {  // a zero w: 0
     w >>= 1;
     ++tz;
   }

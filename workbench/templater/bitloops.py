@@ -17,18 +17,20 @@ leading-zero count). With ``CTZ = 1`` such a loop becomes::
 
 A loop is read (``while`` or a ``for`` with no initializer) when its condition tests the low
 bit of one variable or of an OR of variables (``(x & 1) == 0``, ``(x & 1u) == 0u``, ``!(x &
-1)``, ``x % 2 == 0``, ``!(x % 2)``, the zero on either side), and its body (with a ``for``'s
-step) only halves variables (``x >>= 1``, ``x = x >> 1``, ``x /= 2``, ``x = x / 2``), each
-once, every tested variable among them, and steps counters by one (``++c``, ``c++``, ``c +=
-1``, ``c = c + 1``). Each halved variable is an unsigned integer local or parameter of the
-function (a signed one is refused with the line: halving a negative value by a shift and by
-``/ 2`` differ, and a shift of a negative value is not the analysis' to prove the same), no
-narrower than the tested value (a 32-bit value shifted by a 64-bit count could shift past
-its width); the counters are integers. Then the loop runs exactly ``ctz(tested)`` rounds
-when it ends: the shifts by that count and the counters' steps by it compute what it does.
-A zero tested value never ends the loop as written; the count is then 0 (``__clz(__brev(0))
-= 32``, masked to 0): nothing is shifted, so the replacement shifts no value by its width or
-more (no undefined behaviour) and moves on.
+1)``, ``x % 2 == 0``, ``!(x % 2)``, the zero on either side; after or before ``x != 0 &&``),
+and its body (with a ``for``'s step) only halves variables (``x >>= 1``, ``x = x >> 1``,
+``x /= 2``, ``x = x / 2``), each once, every tested variable among them, and steps counters
+by one (``++c``, ``c++``, ``c += 1``, ``c = c + 1``). Each halved variable is an unsigned
+integer local or parameter of the function (a signed one is refused with the line: halving
+a negative value by a shift and by ``/ 2`` differ, and a shift of a negative value is not
+the analysis' to prove the same), no narrower than the tested value (a 32-bit value shifted
+by a 64-bit count could shift past its width); the counters are integers. Then the loop
+runs exactly ``ctz(tested)`` rounds when it ends: the shifts by that count and the
+counters' steps by it compute what it does. A zero tested value never ends the loop as
+written (unless guarded by ``x != 0 &&``, which ends it at once); the count is then 0
+(``__clz(__brev(0)) = 32``, masked to 0): nothing is shifted or counted, so the replacement
+shifts no value by its width or more (no undefined behaviour), and the guarded loop's
+result is matched exactly.
 
 The loops are read in the kernel's body and in the ``__device__`` helpers it calls
 (:mod:`.ilp_fastmath_helpers`' scope). Every loop whose condition tests a low bit and which
@@ -134,7 +136,22 @@ def _tested(loop: Node) -> list[Node] | None:
         return None
     if cond is None or cond.type in ("declaration", "init_statement"):
         return None
+    return _zero_bit_test(cond)
+
+
+def _zero_bit_test(cond: Node) -> list[Node] | None:
+    """:func:`_tested`'s reading of a condition; ``v != 0 && (v & 1) == 0`` (``v`` the
+    tested value, either order) too: a zero ``v`` then ends the loop at once, as the count
+    0 does."""
     e = unparenthesized(cond)
+    if e.type == "binary_expression" and text(e.child_by_field_name("operator")) == "&&":
+        sides = [e.child_by_field_name("left"), e.child_by_field_name("right")]
+        for test, guard in (sides, sides[::-1]):
+            tested = _zero_bit_test(test) if test is not None else None
+            if tested is not None and guard is not None and \
+                    _nonzero_of(guard) == sorted(text(t) for t in tested):
+                return tested
+        return None
     if e.type == "unary_expression" and text(e.child_by_field_name("operator")) == "!":
         arg = e.child_by_field_name("argument")
         return None if arg is None else _low_bit(arg)
@@ -145,6 +162,18 @@ def _tested(loop: Node) -> list[Node] | None:
         if int_value(left) == 0 and right is not None:
             return _low_bit(right)
     return None
+
+
+def _nonzero_of(node: Node) -> list[str] | None:
+    """The variables (sorted) of ``v != 0``, ``0 != v`` or ``v`` (``v`` a variable or an OR
+    of variables), else None."""
+    e = unparenthesized(node)
+    if e.type == "binary_expression" and text(e.child_by_field_name("operator")) == "!=":
+        left, right = e.child_by_field_name("left"), e.child_by_field_name("right")
+        e = left if int_value(right) == 0 and left is not None else \
+            right if int_value(left) == 0 and right is not None else e
+    names = _ored(e)
+    return None if names is None else sorted(text(n) for n in names)
 
 
 def _low_bit(node: Node) -> list[Node] | None:
