@@ -175,3 +175,35 @@ def test_a_zero_guarded_loop_lifts_and_a_guard_of_another_value_does_not(guard: 
                             f"  while ({guard}((v | w) & 1) == 0) {{ v >>= 1; w >>= 1; ++s; }}\n"
                             "  out[i] = v + s + w;\n")
     assert "CTZ" not in names and not notes, notes
+
+
+ALIASED = """__device__ void strip(unsigned& u, unsigned& v, int& s) {
+  if ((u | v) == 0u) return;  // a return before the end: not inlined, the references stay
+  while (((u | v) & 1u) == 0u) { u >>= 1; v >>= 1; ++s; }
+}
+__device__ void odd(unsigned& w) { while (!(w & 1u)) w >>= 1; }
+extern "C" __global__ void k(unsigned* out, const unsigned* x, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  unsigned a = x[i], b = x[i];
+  int s = 0;
+  strip(a, a, s);
+  odd(b);
+  out[i] = a + b + s;
+}
+"""
+
+
+def test_references_that_may_alias_are_refused_and_one_alone_is_not() -> None:
+    lifted = lift_kernel(ALIASED, entry="k", grid=["(n + 127) / 128"], block=["128"],
+                         scalars={"n": "n"})
+    notes = _ctz_notes(lifted.notes)
+    assert any(n.startswith("CTZ: not applied: `u` is a reference: it may name the object")
+               for n in notes), notes
+    assert any(n.startswith("CTZ: applied: `b`'s trailing zeros") for n in notes), notes
+    # inlined at the call, the alias is seen: one variable stepped twice
+    inlined = ALIASED.replace("  if ((u | v) == 0u) return;", "")
+    lifted = lift_kernel(inlined, entry="k", grid=["(n + 127) / 128"], block=["128"],
+                         scalars={"n": "n"})
+    assert "CTZ: not applied: `a` is stepped twice a round (line 3)" in lifted.notes, \
+        lifted.notes

@@ -24,7 +24,8 @@ by one (``++c``, ``c++``, ``c += 1``, ``c = c + 1``). Each halved variable is an
 integer local or parameter of the function (a signed one is refused with the line: halving
 a negative value by a shift and by ``/ 2`` differ, and a shift of a negative value is not
 the analysis' to prove the same), no narrower than the tested value (a 32-bit value shifted
-by a 64-bit count could shift past its width); the counters are integers. Then the loop
+by a 64-bit count could shift past its width); the counters are integers; a reference among several variables is refused (two
+references to one object would step it twice a round). Then the loop
 runs exactly ``ctz(tested)`` rounds when it ends: the shifts by that count and the
 counters' steps by it compute what it does. A zero tested value never ends the loop as
 written (unless guarded by ``x != 0 &&``, which ends it at once); the count is then 0
@@ -64,11 +65,13 @@ _WIDE = ("long", "uint64_t", "int64_t", "size_t", "uintptr_t", "intptr_t", "ptrd
 
 @dataclass(frozen=True)
 class IntType:
-    """A variable's integer type as the rule reads it: signedness and width in bits."""
+    """A variable's integer type as the rule reads it: signedness, width in bits, and
+    whether it is declared a reference (another name of an object)."""
 
     spelled: str
     unsigned: bool
     bits: int
+    reference: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,6 +228,11 @@ def _bit_loop(loop: Node, tested: list[Node]) -> BitLoop:
     fn = _function(loop)
     types = {name: _int_type(fn, name, node) for name, node in {**halved, **counters}.items()}
     bits = max(types[n].bits for n in names)
+    shared = [n for n, t in types.items() if t.reference]
+    if shared and len(types) > 1:  # f(unsigned& u, unsigned& v) called as f(x, x)
+        raise Illegal(f"`{shared[0]}` is a reference: it may name the object another "
+                      "variable of the round names (each round would step it twice)",
+                      {**halved, **counters}[shared[0]])
     for name, node in halved.items():
         typed = types[name]
         if not typed.unsigned:
@@ -331,7 +339,10 @@ def _int_type(fn: Node, name: str, at: Node) -> IntType:
         raise Illegal(f"`{name}` has the type `{spelled or text(decl)[:30]}`, no integer type "
                       "the rule knows", at)
     unsigned = any(t in _UNSIGNED for t in tokens) and "signed" not in tokens
-    return IntType(spelled, unsigned, 64 if any(w in spelled for w in _WIDE) else 32)
+    reference = any(d.type == "reference_declarator" and _declarator_name(d) == name
+                    for top in decl.children_by_field_name("declarator") for d in walk(top))
+    return IntType(spelled, unsigned, 64 if any(w in spelled for w in _WIDE) else 32,
+                   reference)
 
 
 def _declarator_name(d: Node) -> str:
