@@ -101,8 +101,35 @@ def test_a_signed_value_is_refused_with_its_line() -> None:
     names, notes, _ = _lift("  int v = x[i];\n  while ((v & 1) == 0) v >>= 1;\n"
                             "  out[i] = v;\n")
     assert "CTZ" not in names
-    assert notes == ["CTZ: not applied: `v` is a signed `int` not shown non-negative (a shift "
-                     "and a division by two differ on a negative value) (line 5)"], notes
+    assert notes == ["CTZ: not applied: `v` is a signed `int` not shown non-negative: its first "
+                     "value `x[i]` may be negative (a shift and a division by two differ on a "
+                     "negative value) (line 5)"], notes
+
+
+@pytest.mark.parametrize(("declared", "later", "bits"), [
+    ("long long v = x[i];", "v = 3 * v + 1;", 64),  # a 32-bit unsigned value: it fits
+    ("int v = x[i] & 0xffff;", "v = v * 2 + (v >> 3) % 7;", 32),
+    ("int v = (unsigned short)x[i];", "v += 5;", 32)])
+def test_a_signed_local_never_negative_lifts(declared: str, later: str, bits: int) -> None:
+    names, notes, _ = _lift(f"  {declared}\n  int s = 0;\n"
+                            "  while (v % 2 == 0) { v /= 2; s++; }\n"
+                            f"  {later}\n  out[i] = (unsigned)v + s;\n")
+    assert "CTZ" in names and notes == [
+        f"CTZ: applied: `v`'s trailing zeros ({bits}-bit) in one shift of v, counted in s "
+        "(line 6)"], notes
+
+
+@pytest.mark.parametrize(("declared", "later", "why"), [
+    ("long long v = x[i];", "v -= 3;", "`v -= 3` may make it negative"),
+    ("int v = x[i];", "", "its first value `x[i]` may be negative"),
+    ("int v = x[i] & 0xffff;", "int *p = &v; *p = -4;", "its address is taken (`&v`)"),
+    ("long long v = x[i];", "v = 1u + v;", "`v = 1u + v` may make it negative")])
+def test_a_signed_local_that_may_be_negative_is_refused(declared: str, later: str,
+                                                         why: str) -> None:
+    names, notes, _ = _lift(f"  {declared}\n  int s = 0;\n"
+                            "  while (v % 2 == 0) { v /= 2; s++; }\n"
+                            f"  {later}\n  out[i] = (unsigned)v + s;\n")
+    assert "CTZ" not in names and len(notes) == 1 and why in notes[0], notes
 
 
 def test_a_narrow_value_shifted_by_a_wide_count_is_refused() -> None:

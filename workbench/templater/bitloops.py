@@ -21,14 +21,14 @@ bit of one variable or of an OR of variables (``(x & 1) == 0``, ``(x & 1u) == 0u
 and its body (with a ``for``'s step) only halves variables (``x >>= 1``, ``x = x >> 1``,
 ``x /= 2``, ``x = x / 2``), each once, every tested variable among them, and steps counters
 by one (``++c``, ``c++``, ``c += 1``, ``c = c + 1``). Each halved variable is an unsigned
-integer local or parameter of the function (a signed one is refused with the line: halving
-a negative value by a shift and by ``/ 2`` differ, and a shift of a negative value is not
-the analysis' to prove the same), no narrower than the tested value (a 32-bit value shifted
-by a 64-bit count could shift past its width); the counters are integers; a reference among several variables is refused (two
-references to one object would step it twice a round). Then the loop
-runs exactly ``ctz(tested)`` rounds when it ends: the shifts by that count and the
-counters' steps by it compute what it does. A zero tested value never ends the loop as
-written (unless guarded by ``x != 0 &&``, which ends it at once); the count is then 0
+integer local or parameter of the function, or a signed local :mod:`.bitloops_types` proves
+never negative (else refused with the line: halving a negative value by a shift and by ``/
+2`` differ), no narrower than the tested value (a 32-bit value shifted by a 64-bit count
+could shift past its width); the counters are integers; a reference among several variables
+is refused (two references to one object would step it twice a round). Then the loop runs
+exactly ``ctz(tested)`` rounds when it ends: the shifts by that count and the counters'
+steps by it compute what it does. A zero tested value never ends the loop as written
+(unless guarded by ``x != 0 &&``, which ends it at once); the count is then 0
 (``__clz(__brev(0)) = 32``, masked to 0): nothing is shifted or counted, so the replacement
 shifts no value by its width or more (no undefined behaviour), and the guarded loop's
 result is matched exactly.
@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from workbench.templater.analysis import int_value, line, text, unparenthesized, walk, write_target
+from workbench.templater.bitloops_types import int_type, never_negative
 from workbench.templater.ilp_fastmath_helpers import helper_scope
 from workbench.templater.plan import Plan
 from workbench.templater.rewrite import Rewriter
@@ -55,23 +56,6 @@ NAME = "CTZ"
 #: reverse's leading zeros are the width there, masked to 0: a shift by 0, never by the width).
 _MACROS = {32: "#define WB_CTZ32(x) (__clz(__brev((unsigned)(x))) & 31)",
            64: "#define WB_CTZ64(x) (__clzll(__brevll((unsigned long long)(x))) & 63)"}
-_UNSIGNED = {"unsigned", "uint", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t",
-             "uintptr_t", "ulong", "ulonglong", "ushort", "uchar"}
-_SIGNED = {"int", "long", "short", "char", "signed", "int8_t", "int16_t", "int32_t",
-           "int64_t", "ptrdiff_t", "intptr_t", "longlong"}
-_WIDE = ("long", "uint64_t", "int64_t", "size_t", "uintptr_t", "intptr_t", "ptrdiff_t",
-         "ulong", "longlong", "ulonglong")
-
-
-@dataclass(frozen=True)
-class IntType:
-    """A variable's integer type as the rule reads it: signedness, width in bits, and
-    whether it is declared a reference (another name of an object)."""
-
-    spelled: str
-    unsigned: bool
-    bits: int
-    reference: bool = False
 
 
 @dataclass(frozen=True)
@@ -226,8 +210,8 @@ def _bit_loop(loop: Node, tested: list[Node]) -> BitLoop:
         if text(t) in counters:
             raise Illegal(f"the loop tests `{text(t)}` and counts in it", t)
     fn = _function(loop)
-    types = {name: _int_type(fn, name, node) for name, node in {**halved, **counters}.items()}
-    bits = max(types[n].bits for n in names)
+    types = {name: int_type(fn, name, node) for name, node in {**halved, **counters}.items()}
+    bits = max(max(32, types[n].bits) for n in names)  # narrower values count as int
     shared = [n for n, t in types.items() if t.reference]
     if shared and len(types) > 1:  # f(unsigned& u, unsigned& v) called as f(x, x)
         raise Illegal(f"`{shared[0]}` is a reference: it may name the object another "
@@ -236,9 +220,8 @@ def _bit_loop(loop: Node, tested: list[Node]) -> BitLoop:
     for name, node in halved.items():
         typed = types[name]
         if not typed.unsigned:
-            raise Illegal(f"`{name}` is a signed `{typed.spelled}` not shown non-negative "
-                          "(a shift and a division by two differ on a negative value)", node)
-        if typed.bits < bits:
+            never_negative(fn, name, typed, node)
+        if max(32, typed.bits) < bits:
             raise Illegal(f"`{name}` is {typed.bits}-bit while the count of `"
                           f"{' | '.join(names)}` reaches {bits - 1}: one shift could pass "
                           "its width", node)
@@ -314,47 +297,6 @@ def _function(node: Node) -> Node:
     while up.parent is not None and up.type != "function_definition":
         up = up.parent
     return up
-
-
-def _int_type(fn: Node, name: str, at: Node) -> IntType:
-    """The integer type ``name`` is declared with in ``fn`` (a parameter, a reference
-    parameter or a local), or Illegal."""
-    found: list[Node] = []
-    for n in walk(fn):
-        if n.type in ("parameter_declaration", "declaration") and any(
-                _declarator_name(d) == name for d in n.children_by_field_name("declarator")):
-            found.append(n)
-    if len(found) != 1:
-        raise Illegal(f"`{name}` is not one local or parameter of the function "
-                      f"({len(found)} declarations)", at)
-    decl = found[0]
-    if any(d.type in ("pointer_declarator", "array_declarator") for d in
-           decl.children_by_field_name("declarator") for d in walk(d)):
-        raise Illegal(f"`{name}` is no integer scalar", at)
-    words = [text(c) for c in decl.children if c.type in ("primitive_type", "sized_type_specifier",
-                                                           "type_identifier")]
-    spelled = " ".join(words)
-    tokens = spelled.replace("long long", "longlong").split()
-    if not tokens or not all(t in _UNSIGNED | _SIGNED for t in tokens):
-        raise Illegal(f"`{name}` has the type `{spelled or text(decl)[:30]}`, no integer type "
-                      "the rule knows", at)
-    unsigned = any(t in _UNSIGNED for t in tokens) and "signed" not in tokens
-    reference = any(d.type == "reference_declarator" and _declarator_name(d) == name
-                    for top in decl.children_by_field_name("declarator") for d in walk(top))
-    return IntType(spelled, unsigned, 64 if any(w in spelled for w in _WIDE) else 32,
-                   reference)
-
-
-def _declarator_name(d: Node) -> str:
-    while d.type in ("init_declarator", "reference_declarator", "pointer_declarator",
-                     "array_declarator"):
-        inner = d.child_by_field_name("declarator")
-        if inner is None:
-            inner = next((c for c in d.named_children if c.type != "comment"), None)
-        if inner is None or inner == d:
-            break
-        d = inner
-    return text(d)
 
 
 def _rewrite(rw: Rewriter, bits: BitLoop, k: int) -> None:
