@@ -234,3 +234,26 @@ def test_references_that_may_alias_are_refused_and_one_alone_is_not() -> None:
                          scalars={"n": "n"})
     assert "CTZ: not applied: `a` is stepped twice a round (line 3)" in lifted.notes, \
         lifted.notes
+
+
+BOUND = """__device__ void flip(int& w) {
+  if (w > 100) return;  // a return before the end: not inlined, the reference stays
+  w = -w;
+}
+extern "C" __global__ void k(unsigned* out, const unsigned* x, int n) {
+  const int i = blockIdx.x * 128 + threadIdx.x;
+  if (i >= n) return;
+  int v = x[i] & 0xffff;
+  flip(v);
+  while ((v & 1) == 0) v >>= 1;
+  out[i] = (unsigned)v;
+}
+"""
+
+
+def test_a_signed_local_bound_to_a_reference_is_refused() -> None:
+    lifted = lift_kernel(BOUND, entry="k", grid=["(n + 127) / 128"], block=["128"],
+                         scalars={"n": "n"})
+    notes = _ctz_notes(lifted.notes)
+    assert "CTZ" not in {p.name for p in lifted.params}
+    assert len(notes) == 1 and "`flip(v)` may write it through a reference" in notes[0], notes

@@ -14,7 +14,8 @@ one: each fits), by ``+`` and ``*`` (the signed overflow that would break the bo
 undefined behaviour), ``/``, ``%`` and ``>>`` (by a non-negative literal) and ``&`` with one
 such operand; a write through its address (``&x`` anywhere in the function), a reference
 binding (an argument of a file function taking a reference), a subtraction or a decrement
-refuses it, with the line.
+refuses it, with the line (so does an argument of a method or a template call, whose
+parameters are not read).
 """
 
 from __future__ import annotations
@@ -160,14 +161,18 @@ def _binds_reference(call: Node, name: str, callees: dict[str, Node]) -> bool:
     """``call`` passes ``name`` to a file function's reference parameter."""
     fn = call.child_by_field_name("function")
     args = call.child_by_field_name("arguments")
-    callee = callees.get(text(fn)) if fn is not None else None
-    if callee is None or args is None:
+    values = [a for a in args.named_children if a.type != "comment"] if args else []
+    if not any(text(unparenthesized(a)) == name for a in values):
+        return False
+    if fn is None or fn.type != "identifier":  # a method, a template: not read, may bind
+        return True
+    callee = callees.get(text(fn))
+    if callee is None:  # a CUDA or C built-in: its integer arguments are values
         return False
     declarator = callee.child_by_field_name("declarator")
     plist = declarator.child_by_field_name("parameters") if declarator is not None else None
     params = [p for p in (plist.named_children if plist is not None else [])
               if p.type == "parameter_declaration"]
-    values = [a for a in args.named_children if a.type != "comment"]
     return any(text(unparenthesized(a)) == name and k < len(params) and
                any(d.type == "reference_declarator" for d in walk(params[k]))
                for k, a in enumerate(values))
