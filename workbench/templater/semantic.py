@@ -25,6 +25,7 @@ from workbench.templater.analysis import text, walk
 from workbench.templater.apron_flat import flat_windows
 from workbench.templater.auto_refuse import AutoGuard
 from workbench.templater.auto_types import typed_autos
+from workbench.templater.bitloops import apply_bitloops
 from workbench.templater.block import lift_block
 from workbench.templater.block_merge import lift_merge
 from workbench.templater.block_phases import lift_phases
@@ -287,6 +288,7 @@ def _lift_inlined(inlined: InlinedSource, entry: str | None, grid: Sequence[str]
             apply_store_vec(plan)  # a pixel's consecutive outputs as one vector store
             apply_table(plan)
             apply_fastmath(plan)
+            apply_bitloops(plan)  # while ((x & 1) == 0) x >>= 1;: one shift by ctz(x)
             if interleaves(plan):  # compute loops the items share: their integer work counts
                 apply_index_mask(plan)
             apply_rcp(plan)  # double divisions by a loop counter's function
