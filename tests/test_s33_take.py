@@ -48,6 +48,11 @@ from workbench.templater import lift_kernel, offline_template
 SPELLINGS = Path(__file__).resolve().parent / "spellings_s33_take"
 SET = held_back_unseen25.SET
 KNOBS = frozenset({"BLOCK_THREADS", "VEC", "ITEMS_PER_THREAD", "MIN_BLOCKS_PER_SM"})
+#: where the flat index is split by one row width every thread shares (``t % D`` with D an
+#: argument, not a value of the element's own statements), session 35's ITEM_ROWS shapes each
+#: item as VEC columns by ITEM_ROWS rows too (vector_unit_rows); take_rows_i64 and the halves
+#: split by a value they compute first, so they keep the four knobs
+ITEM_ROWS_TOO = frozenset({"gather_rows_i32", "gather_rows_pos", "embed_lookup"})
 
 #: folder -> the check shape's extent name (D) and the mixes checked bit for bit
 FOLDERS: dict[str, tuple[Path, str, list[dict[str, int]]]] = {
@@ -57,31 +62,44 @@ FOLDERS: dict[str, tuple[Path, str, list[dict[str, int]]]] = {
         {"BLOCK_THREADS": 32, "VEC": 4, "ITEMS_PER_THREAD": 8}]),
     "gather_rows_i32": (SPELLINGS / "gather_rows_i32", "D", [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
-        {"BLOCK_THREADS": 160, "VEC": 2, "ITEMS_PER_THREAD": 4}]),
+        {"BLOCK_THREADS": 160, "VEC": 2, "ITEMS_PER_THREAD": 4},
+        {"BLOCK_THREADS": 64, "VEC": 2, "ITEMS_PER_THREAD": 2, "ITEM_ROWS": 2}]),
     # not a respelling: the column read as a value too (each lane's own remainder)
     "gather_rows_pos": (SPELLINGS / "gather_rows_pos", "D", [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
-        {"BLOCK_THREADS": 32, "VEC": 2, "ITEMS_PER_THREAD": 1}]),
+        {"BLOCK_THREADS": 32, "VEC": 2, "ITEMS_PER_THREAD": 1},
+        {"BLOCK_THREADS": 32, "VEC": 2, "ITEMS_PER_THREAD": 1, "ITEM_ROWS": 2}]),
     "gather_rows_h16": (SPELLINGS / "gather_rows_h16", "D", [
         {"BLOCK_THREADS": 64, "VEC": 8, "ITEMS_PER_THREAD": 2},  # 16-byte groups
         {"BLOCK_THREADS": 96, "VEC": 4, "ITEMS_PER_THREAD": 4}]),
     "embed_lookup": (SPELLINGS / "embed_lookup", "dim", [
         {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 2},
-        {"BLOCK_THREADS": 224, "VEC": 2, "ITEMS_PER_THREAD": 8}]),
+        {"BLOCK_THREADS": 224, "VEC": 2, "ITEMS_PER_THREAD": 8},
+        {"BLOCK_THREADS": 64, "VEC": 4, "ITEMS_PER_THREAD": 1, "ITEM_ROWS": 2}]),
 }
 
 
-def _folder(name: str, root: Path, extent: int | None = None) -> KernelFolder:
-    """The folder, its check shape's extent set to ``extent`` (a copy) where given."""
+#: the check shape's row count of the ITEM_ROWS_TOO folders
+ROWS_KEY = {"gather_rows_i32": "nidx", "gather_rows_pos": "nidx", "embed_lookup": "tokens"}
+
+
+def _folder(name: str, root: Path, extent: int | None = None,
+            rows: int | None = None) -> KernelFolder:
+    """The folder, its check shape's extent set to ``extent`` and its row count to ``rows``
+    (a copy) where given."""
     path, key, _mixes = FOLDERS[name]
-    if extent is None:
+    if extent is None and rows is None:
         return load_kernel_folder(path)
     copy = root / name
     shutil.copytree(path, copy, ignore=shutil.ignore_patterns("expert"))
     toml = copy / "kernel.toml"
-    small = re.compile(r"^(small = \{.*\b" + key + r" = )\d+", re.M)
-    text, hits = small.subn(lambda m: f"{m.group(1)}{extent}", toml.read_text())
-    assert hits == 1
+    text = toml.read_text()
+    for k, value in ((key, extent), (ROWS_KEY.get(name, ""), rows)):
+        if value is None:
+            continue
+        small = re.compile(r"^(small = \{.*\b" + k + r" = )\d+", re.M)
+        text, hits = small.subn(lambda m, v=value: f"{m.group(1)}{v}", text)
+        assert hits == 1, (name, k)
     toml.write_text(text)
     return load_kernel_folder(copy)
 
@@ -89,7 +107,8 @@ def _folder(name: str, root: Path, extent: int | None = None) -> KernelFolder:
 @pytest.mark.parametrize("name", sorted(FOLDERS))
 def test_the_row_gather_lifts_vec_with_row_group_loads(name: str) -> None:
     lifted = offline_template(_folder(name, Path())).lifted
-    assert {p.name for p in lifted.params} == KNOBS, lifted.notes
+    knobs = KNOBS | {"ITEM_ROWS"} if name in ITEM_ROWS_TOO else KNOBS
+    assert {p.name for p in lifted.params} == knobs, lifted.notes
     assert "wb_row_lane<" in lifted.source
     # every item's lanes (their loads) before any item's store
     assert lifted.source.rindex("wb_row_lane<") < lifted.source.index("*reinterpret_cast<WbVec<")
@@ -111,8 +130,28 @@ def test_the_lift_computes_as_written(name: str, extent: int | None, tmp_path: P
     space, default = template.space(env), template.default_config()
     # a mix whose VEC passes the extent (VEC 8 at 6) is outside the space there: D >= VEC
     mixes = [m for m in FOLDERS[name][2] if space.rejection({**default, **m}) is None]
+    # (ITEM_ROWS > 1 needs whole row groups: test_item_rows_computes_as_written)
     configs = host_configs(template, env, mixes)
     assert len(configs) >= 3
+    assert same_as_written(kf, template, configs, SET.host_source, tmp_path / "run",
+                           host_flags) == len(configs)
+
+
+@needs_gxx
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("name", sorted(ITEM_ROWS_TOO))
+def test_item_rows_computes_as_written(name: str, tmp_path: Path,
+                                       host_flags: tuple[str, ...]) -> None:  # noqa: F811
+    """ITEM_ROWS > 1 needs a row count that is a multiple of it: the check shape's 37 / 29
+    rows leave it at 1, so 36 rows (and D a multiple of four) check its mixes and ends."""
+    kf = _folder(name, tmp_path / "folder", 12, rows=36)
+    template = offline_template(kf).template
+    env = kf.env(kf.check_shape, "fp32")
+    space, default = template.space(env), template.default_config()
+    mixes = [m for m in FOLDERS[name][2] if "ITEM_ROWS" in m]
+    assert mixes and all(space.rejection({**default, **m}) is None for m in mixes)
+    configs = host_configs(template, env, mixes)
+    assert any(c["ITEM_ROWS"] > 1 for c in configs)
     assert same_as_written(kf, template, configs, SET.host_source, tmp_path / "run",
                            host_flags) == len(configs)
 
