@@ -85,8 +85,11 @@ from workbench.templater.analysis import (
     write_target,
 )
 from workbench.templater.conv_dilate import (
+    RowWalk,
     dilation,
+    fill_split,
     first_needing,
+    row_accumulate,
     shifted_value,
     tap_index,
     tap_test,
@@ -1194,6 +1197,18 @@ def _opener(data: bytes, f: _Facts, w: _Window, oy: str, ox: str, refill: str = 
             f"{_decls(w, acc_decl)}\n")
 
 
+def _row_first(f: _Facts, show: Callable[[Node], str]) -> bool:
+    """A window whose columns are dilated (no channel loop, fold or kept reads, one
+    element type, no declarations in the column loop) is walked a row at a time
+    (:func:`.conv_dilate.row_accumulate`): the row's values first, then each output row
+    whose tap row it is, its taps by index. nvcc then unrolls the walk at every OUT_Y x
+    OUT_X (a tap test per output inside the column walk leaves the row walk too large to
+    unroll from 16 rows on, its tap reads and tests at run time)."""
+    return f.inner.dil > 1 and not f.inner.flipped and f.nest == (f.outer, f.inner) and \
+        f.fold is None and f.keep is None and f.refill is None and bool(f.elem) and \
+        not _decls(f.inner, show=show).strip()
+
+
 def _smem_param(plan: Plan, f: _Facts, smem: str, modes: list[int],
                 tile: tuple[str, str]) -> None:
     """USE_SMEM's values (0: as written; 1: tiles staged before the check; 2: one tile
@@ -1231,8 +1246,8 @@ def _tile_rows(f: _Facts) -> dict[str, str]:
     """The window rows' and columns' indices at tile row ``wb_pr`` and column ``wb_pc``:
     tile row (column) p holds the p-th input row upwards, a flipped window's index there
     counted from its last tap."""
-    return {w.var: f"{w.count - 1} - {p}" if w.flipped else f"{p} / {w.dil}" if w.dil > 1
-            else p for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
+    return {w.var: f"{w.count - 1} - {p}" if w.flipped else fill_split(p, "/", w.dil)
+            if w.dil > 1 else p for w, p in ((f.outer, "wb_pr"), (f.inner, "wb_pc"))}
 
 
 def _refill_body(f: _Facts, block: tuple[str, str], outs: tuple[str, str], passes: str,
@@ -1475,7 +1490,7 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
 
     def dilated(at: tuple[str, str]) -> Callable[[Node], str]:
         """A part of the tap at the walk's (or the fill's) row and column counters ``at``."""
-        by_point = {p_: f"{at[0] if c_ == 'wb_r' else at[1]} % {w_.dil}"
+        by_point = {p_: fill_split(at[0] if c_ == 'wb_r' else at[1], "%", w_.dil)
                     for w_ in (f.outer, f.inner) if w_.var in shifts
                     for p_, c_ in [shifts[w_.var]]}
         return lambda part: shifted_value(data, [part], expr.values, expr.names, by_point,
@@ -1556,13 +1571,21 @@ def _emit(plan: Plan, idx: dict[str, tuple[Node, str, Node]], f: _Facts, expr: _
             (f"{n} + {oy} - 1", f"{m} + {ox} - 1"), lambda r: render(data, r, tiled))
 
     tr, tc = _tap(f.outer, "wb_r", "wb_k", oy), _tap(f.inner, "wb_c", "wb_q", ox)
-    takes = " && ".join(
+    take_r, take_c = (
         tap_test(c_, k_, w_.dil, w_.count) if w_.dil > 1 else f"{t_} >= 0 && {t_} < {w_.count}"
         for w_, c_, k_, t_ in ((f.outer, "wb_r", "wb_k", tr), (f.inner, "wb_c", "wb_q", tc)))
+    takes = f"{take_r} && {take_c}"
 
     def nest_text(read: str, show: Callable[[Node], str] = show) -> str:
         if f.shifted:
             show = (lambda shown: lambda d: "" if d in f.shifted else shown(d))(show)
+        if _row_first(f, show):
+            return (_opener(data, f, f.outer, oy, ox, show=show) +
+                    row_accumulate(RowWalk(
+                        _opener(data, f, f.inner, oy, ox, show=show), read, f.elem,
+                        f"{f.inner.span} + {ox} - 1", (oy, ox), take_r, f.inner.dil, m,
+                        update)) +
+                    "  }")
         return (
             "".join(_opener(data, f, w, oy, ox, refill_head, acc_decl, show) for w in f.nest) +
             f"{read}"

@@ -22,7 +22,9 @@ inputs lifts no tile per read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tree_sitter import Node
@@ -108,6 +110,16 @@ def shifted_value(data: bytes, parts: list[Node], values: Mapping[str, Node],
     return [render(data, p, sub) for p in parts]
 
 
+def fill_split(counter: str, op: str, dil: int) -> str:
+    """``counter / D`` or ``counter % D`` (``op``): the walk's counters (``wb_r``, ``wb_c``)
+    are compile-time constants as written; the fill's (``wb_pr``, ``wb_pc``: never negative,
+    a quotient and remainder of the thread's element) are split unsigned, a shift and a mask
+    rather than a signed division's rounding fix per element."""
+    if counter in ("wb_r", "wb_c"):
+        return f"{counter} {op} {dil}"
+    return f"(int)((unsigned){counter} {op} {dil}u)"
+
+
 def first_needing(step: str, dil: int, count: int) -> str:
     """The first output (0 ..) whose dilated window holds the input at the walk's
     ``step``: ``step - D * min(step / D, count - 1)``."""
@@ -123,3 +135,42 @@ def tap_test(step: str, out: str, dil: int, count: int) -> str:
 def tap_index(lo: str, step: str, out: str, dil: int) -> str:
     """Output ``out``'s window index at the walk's ``step`` (where :func:`tap_test`)."""
     return f"(({lo}) + ({step} - {out}) / {dil})"
+
+
+@dataclass(frozen=True)
+class RowWalk:
+    """One input row of a window's walk (inside the row loop ``wb_r``) whose columns are
+    dilated, in the texts its caller knows."""
+
+    column: str  # the column loop's head (``wb_c``; it skips a column no output needs)
+    read: str  # the value's read: ``const ELEM wb_v = ...;`` lines (``#if`` .. for tiles)
+    elem: str
+    cols: str  # the columns the walk covers
+    outs: tuple[str, str]  # OUT_Y, OUT_X
+    take_r: str  # output row wb_k takes a tap at input row wb_r
+    dil: int  # the columns' dilation
+    count: int  # the window's columns
+    update: str  # output (wb_k, wb_q)'s update from ``wb_v`` at input column ``wb_c``
+
+
+def row_accumulate(w: RowWalk) -> str:
+    """The row's values read once into registers (``wb_row``), then every output row whose
+    tap row it is adds them, each output column its taps ``wb_tc`` upwards (input column
+    ``wb_q + D * wb_tc``): each output's taps in the written order (rows, then columns).
+    With no test inside the column walk, nvcc unrolls the whole walk (tests and tap
+    indices resolved at compile time) where one test per output and input column leaves
+    the row walk rolled from 16 rows on (its tap reads and tests at run time)."""
+    oy, ox = w.outs
+    read = w.read.replace(f"const {w.elem} wb_v = ", "wb_row[wb_c] = ")
+    update = re.sub(r"\bwb_v\b", "wb_row[wb_c]", w.update)
+    return (f"    {w.elem} wb_row[{w.cols}];  // the row's inputs this thread needs, each "
+            f"loaded once\n"
+            f"{w.column}{read}    }}\n"
+            f"#pragma unroll\n    for (int wb_k = 0; wb_k < {oy}; ++wb_k) {{\n"
+            f"      if ({w.take_r}) {{  // input row wb_r is a tap row of output row wb_k\n"
+            f"#pragma unroll\n        for (int wb_q = 0; wb_q < {ox}; ++wb_q) {{\n"
+            f"#pragma unroll\n          for (int wb_tc = 0; wb_tc < {w.count}; ++wb_tc) {{\n"
+            f"            const int wb_c = wb_q + {w.dil} * wb_tc;  // the input column of "
+            f"tap wb_tc\n"
+            f"            {update};\n"
+            f"          }}\n        }}\n      }}\n    }}\n")
