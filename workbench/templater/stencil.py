@@ -45,6 +45,7 @@ from workbench.templater.analysis import (
     walk,
     write_target,
 )
+from workbench.templater.bounds import _counters as enclosing_counters
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import (
     Refused,
@@ -330,6 +331,9 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
     marched = [a for a, reads in planes.items() if {d for _n, d in reads} >= {0} and
                {d for _n, d in reads} - {0}]
     if not marched:
+        counted = _counter_plane_read(plan, region, out, polys, center, step)
+        if counted is not None:
+            raise Refused(counted[1], counted[0])
         plan.note("Z_ITEMS", False, f"no input is read at the planes above or below the "
                   f"point ({out}'s index +- {poly_text(step)})", zdecl)
         return None
@@ -380,6 +384,27 @@ def _analyse(plan: Plan, stmts: list[Node], idx: dict[str, tuple[Node, str, Node
         _emit(plan, idx, guard, cond, out_when_true, region, at, src, planes[src], step,
               stores[0][1], [grid_xy[0], grid_xy[1], grid_z])  # type: ignore[list-item]
     return emit
+
+
+def _counter_plane_read(plan: Plan, region: list[Node], out: str, polys: Polys, center: Poly,
+                        step: Poly) -> tuple[Node, str] | None:
+    """The first input read whose plane moves with a constant-bound loop counter around it
+    (``in[AT(z + k - 1, ..)]`` in ``for (int k = 0; k < 3; ++k)``: the index's derivative by
+    ``k`` is the plane step) and why the plane registers do not take it, else None."""
+    for n in (m for s in region for m in walk(s)):
+        if n.type != "subscript_expression":
+            continue
+        arr = text(strip(n.child_by_field_name("argument")))  # type: ignore[arg-type]
+        if not plan.pointer(arr) or arr == out:
+            continue
+        diff = add(polys.of(subscript_index(n)), scale(center, -1))
+        for var, (lo, hi) in sorted(enclosing_counters(n).items()):
+            if derivative(diff, var) == step:
+                return n, (f"`{text(n)}` reads the plane moving with the loop counter `{var}` "
+                           f"({lo} .. {hi}; {out}'s index + {var} * {poly_text(step)}): the "
+                           "plane registers take reads at constant plane offsets only (the "
+                           "taps' loop is not unrolled into named planes)")
+    return None
 
 
 def ldg_call(read: Node) -> Node:

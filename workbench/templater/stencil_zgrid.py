@@ -33,6 +33,7 @@ from workbench.templater.analysis import builtin, inside_loop, line, shares_or_s
 from workbench.templater.block import lift_block
 from workbench.templater.plan import Plan
 from workbench.templater.regtile import Refused, apply_or_note, fresh_names
+from workbench.templater.rules import literal
 from workbench.templater.stencil_zsums import lift_zsums
 
 Z_ITEMS = "Z_ITEMS"
@@ -75,6 +76,11 @@ def lift_zgrid(plan: Plan) -> bool:
 def _analyse(plan: Plan, uses: list[Node]) -> str:
     nz = plane_scalar(plan)
     if nz is None:
+        threads = literal(plan.block[2]) if len(plan.block) == 3 else None
+        if threads is not None and threads > 1:
+            raise Refused(f"the grid's z `{plan.grid[2]}` counts blocks of {threads} threads "
+                          "along z, not planes (one plane per block z is modelled: a 3-D "
+                          "block's own z items march its planes)", uses[0])
         raise Refused(f"the grid's z `{plan.grid[2]}` is not one kernel argument's shape (one "
                       "plane per block z)", uses[0])
     if shares_or_syncs(plan.body):
