@@ -56,6 +56,7 @@ from workbench.templater.analysis import (
     text,
     walk,
     write_target,
+    writer,
 )
 from workbench.templater.flat_split import FlatSplit, box_extents, read_split
 from workbench.templater.plan import Plan
@@ -147,7 +148,7 @@ def _analyse(plan: Plan, stmts: list[Node], found: tuple[Node, str, Node]
     radius: dict[str, int] = {}
     for src in marched:
         param = plan.kernel.param(src)
-        if not param.is_const or any(_stored(n) for n in walk(plan.body)
+        if not param.is_const or any(writer(n) is not None for n in walk(plan.body)
                                      if n.type == "subscript_expression" and _base(n) == src):
             raise Refused(f"{src} is read at neighbour planes but is not a const input never "
                           "written (its planes are kept in registers)", decl)
@@ -277,26 +278,15 @@ def _base(sub: Node) -> str:
     return text(strip(arg)) if arg is not None else ""
 
 
-def _stored(sub: Node) -> bool:
-    up = sub.parent
-    while up is not None and up.type == "parenthesized_expression":
-        up = up.parent
-    if up is None:
-        return False
-    if up.type == "assignment_expression":
-        return strip(up.child_by_field_name("left")) == sub  # type: ignore[arg-type]
-    return up.type == "update_expression"
-
-
 def _reads(plan: Plan, region: list[Node], poly: Callable[[Node], Poly], here: Poly,
            plane: Poly) -> tuple[FlatRead, ...]:
     """Checks every store (an output at the point, never read) and returns the reads of
     const inputs at ``here + d * plane + e`` (``|d| <= MAX_RADIUS``, ``|e| <=
     MAX_X_REACH``)."""
     subs = [n for s in region for n in walk(s) if n.type == "subscript_expression"]
-    stored = {_base(n) for n in subs if _stored(n)}
+    stored = {_base(n) for n in subs if writer(n) is not None}
     for n in walk(plan.body):
-        if n.type == "subscript_expression" and _base(n) in stored and not _stored(n):
+        if n.type == "subscript_expression" and _base(n) in stored and writer(n) is None:
             raise Refused(f"`{text(n)}` reads {_base(n)}, which the kernel writes: its points "
                           "would not be independent", n)
         if n.type == "assignment_expression" and text(n.child_by_field_name("operator")) \
