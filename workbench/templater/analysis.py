@@ -102,6 +102,13 @@ def subscript_index(sub: Node) -> Node:
     return idx
 
 
+def subscript_array(sub: Node) -> str:
+    """The array the subscript ``sub`` reads or writes, as spelled (``(a)[i]`` -> ``a``;
+    ``""`` for a node with no array part)."""
+    arg = sub.child_by_field_name("argument")
+    return text(strip(arg)) if arg is not None else ""
+
+
 def _args(call: Node) -> list[Node]:
     args = call.child_by_field_name("arguments")
     return [] if args is None else list(args.named_children)

@@ -52,6 +52,7 @@ from workbench.templater.analysis import (
     inside_loop,
     shares_or_syncs,
     strip,
+    subscript_array,
     subscript_index,
     text,
     walk,
@@ -149,7 +150,7 @@ def _analyse(plan: Plan, stmts: list[Node], found: tuple[Node, str, Node]
     for src in marched:
         param = plan.kernel.param(src)
         if not param.is_const or any(writer(n) is not None for n in walk(plan.body)
-                                     if n.type == "subscript_expression" and _base(n) == src):
+                                     if n.type == "subscript_expression" and subscript_array(n) == src):
             raise Refused(f"{src} is read at neighbour planes but is not a const input never "
                           "written (its planes are kept in registers)", decl)
         if not any(r.src == src and r.d == 0 for r in reads):
@@ -273,28 +274,23 @@ def _substitute(p: Poly, subst: dict[str, Poly]) -> Poly:
     return out
 
 
-def _base(sub: Node) -> str:
-    arg = sub.child_by_field_name("argument")
-    return text(strip(arg)) if arg is not None else ""
-
-
 def _reads(plan: Plan, region: list[Node], poly: Callable[[Node], Poly], here: Poly,
            plane: Poly) -> tuple[FlatRead, ...]:
     """Checks every store (an output at the point, never read) and returns the reads of
     const inputs at ``here + d * plane + e`` (``|d| <= MAX_RADIUS``, ``|e| <=
     MAX_X_REACH``)."""
     subs = [n for s in region for n in walk(s) if n.type == "subscript_expression"]
-    stored = {_base(n) for n in subs if writer(n) is not None}
+    stored = {subscript_array(n) for n in subs if writer(n) is not None}
     for n in walk(plan.body):
-        if n.type == "subscript_expression" and _base(n) in stored and writer(n) is None:
-            raise Refused(f"`{text(n)}` reads {_base(n)}, which the kernel writes: its points "
+        if n.type == "subscript_expression" and subscript_array(n) in stored and writer(n) is None:
+            raise Refused(f"`{text(n)}` reads {subscript_array(n)}, which the kernel writes: its points "
                           "would not be independent", n)
         if n.type == "assignment_expression" and text(n.child_by_field_name("operator")) \
-                != "=" and _base(strip(n.child_by_field_name("left"))) in stored:  # type: ignore[arg-type]
+                != "=" and subscript_array(strip(n.child_by_field_name("left"))) in stored:  # type: ignore[arg-type]
             raise Refused(f"`{text(n)}` reads the output it updates", n)
     out: list[FlatRead] = []
     for n in subs:
-        src = _base(n)
+        src = subscript_array(n)
         if src in stored:
             if not plan.pointer(src) or poly(subscript_index(n)) != here:
                 raise Refused(f"`{text(n)}` stores at another place than the point's own "

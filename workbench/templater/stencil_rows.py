@@ -52,6 +52,7 @@ from workbench.templater.analysis import (
     builtin,
     shares_or_syncs,
     strip,
+    subscript_array,
     subscript_index,
     text,
     walk,
@@ -353,7 +354,7 @@ def _uniform(plan: Plan, value: Node, depth: int) -> bool:
 def _note_moving_pointers(plan: Plan) -> None:
     """A note for each local pointer read by subscript that :func:`_array_type` does not
     take (its reads are not followed, so the kernel reads no neighbour row here)."""
-    for name in sorted({_base(n) for n in walk(plan.body) if n.type == "subscript_expression"}):
+    for name in sorted({subscript_array(n) for n in walk(plan.body) if n.type == "subscript_expression"}):
         d = plan.facts.defs.get(name)
         if d is not None and d.is_pointer and not d.is_shared and d.value is not None and \
                 _array_type(plan, name) is None:
@@ -370,11 +371,6 @@ def _element_type(plan: Plan, name: str) -> str:
     kind = plan.facts.defs[name].decl.child_by_field_name("type")
     assert kind is not None
     return text(kind)
-
-
-def _base(sub: Node) -> str:
-    arg = sub.child_by_field_name("argument")
-    return text(strip(arg)) if arg is not None else ""
 
 
 
@@ -461,9 +457,9 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     (the point's x and y) a read may wrap its row and column (:mod:`.stencil_rows_wrap`)."""
     polys = Wraps(Polys(plan.body, keep).values)
     subs = [n for n in walk(plan.body) if n.type == "subscript_expression"
-            and _array_type(plan, _base(n)) is not None]
+            and _array_type(plan, subscript_array(n)) is not None]
     stores = [n for n in subs if _is_store(n)]
-    outs = {_base(n) for n in stores}
+    outs = {subscript_array(n) for n in stores}
     if len(outs) != 1:
         return None
     out = next(iter(outs))
@@ -471,16 +467,16 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
     stride = stride_of(center)
     if stride is None:
         return None
-    read_arrays = sorted({_base(n) for n in subs if not _is_store(n)} - {out})
+    read_arrays = sorted({subscript_array(n) for n in subs if not _is_store(n)} - {out})
     # the input's index against the output's (a row pointer of each set once: the same
     # offset a thread), else their addresses (``U = u + plane`` read at ``U[here]``, stored
     # at ``u_new[plane + here]``): either way one shift for every read of the input
     for view in (False, True):
         def place(n: Node, view: bool = view) -> _Place | None:
-            at = add(polys.of(subscript_index(n)), _shift(plan, polys, _base(n)) if view else {})
+            at = add(polys.of(subscript_index(n)), _shift(plan, polys, subscript_array(n)) if view else {})
             base = add(center, _shift(plan, polys, out) if view else {})
             return _offsets(add(at, scale(base, -1)), stride, polys, axes)
-        offsets = {a: [(n, place(n)) for n in subs if _base(n) == a] for a in read_arrays}
+        offsets = {a: [(n, place(n)) for n in subs if subscript_array(n) == a] for a in read_arrays}
         # the windowed input is the one read at a neighbour row; a time step's other inputs
         # (the previous step, a source term) are read as written by each output at its point
         rowed = [a for a in read_arrays
@@ -501,7 +497,7 @@ def _stencil(plan: Plan, keep: set[str], stride_of: Callable[[Poly], Poly | None
                           f"`{text(subscript_index(stores[0]))}`: a thread's outputs must be one "
                           "point each", n)
     for n in subs:
-        if _base(n) == out and not _is_store(n):
+        if subscript_array(n) == out and not _is_store(n):
             raise Refused(f"the output `{out}` is read (`{text(n)}`): the window would not see "
                           "what the thread's earlier outputs stored", n)
     reads = _reads(plan, found, src, rest)

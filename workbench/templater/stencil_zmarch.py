@@ -60,6 +60,7 @@ from workbench.templater.analysis import (
     line,
     shares_or_syncs,
     strip,
+    subscript_array,
     subscript_index,
     text,
     walk,
@@ -182,7 +183,7 @@ def _store_index(plan: Plan, body: Node, polys: Polys) -> tuple[str, Node, Poly]
         if n.type in ("assignment_expression", "update_expression"):
             left = write_target(n) or n
             if left.type == "subscript_expression":
-                stores.append((_array(left), left))
+                stores.append((subscript_array(left), left))
     names = sorted({a for a, _s in stores})
     if len(names) != 1:
         raise Refused(f"the z walk stores to {names or 'nothing'}: one output array is "
@@ -239,12 +240,12 @@ def _analyse(plan: Plan, loop: Node) -> ZWalk | None:
         raise Refused(f"the index of {out} is not linear in {var}", store)
     planes: dict[str, list[tuple[Node, int]]] = {}
     for n in walk(body):
-        if n.type != "subscript_expression" or _array(n) == out or not plan.pointer(_array(n)):
+        if n.type != "subscript_expression" or subscript_array(n) == out or not plan.pointer(subscript_array(n)):
             continue
         diff = add(polys.of(subscript_index(n)), scale(center, -1))
         for d in range(-MAX_RADIUS, MAX_RADIUS + 1):
             if diff == scale(step, d):
-                planes.setdefault(_array(n), []).append((n, d))
+                planes.setdefault(subscript_array(n), []).append((n, d))
     marched = sorted(a for a, reads in planes.items() if {d for _n, d in reads} - {0})
     if not marched:
         return None
@@ -329,7 +330,7 @@ def _check_scope(plan: Plan, body: Node, at: Node, by_shift: dict[int, Node]) ->
 
 def _touches(node: Node, src: str, out: str, center_reads: set[int], store: Node) -> bool:
     return any((m.type == "subscript_expression" and m.start_byte in center_reads) or
-               (m.type == "subscript_expression" and _array(m) == out and
+               (m.type == "subscript_expression" and subscript_array(m) == out and
                 text(subscript_index(m)) == text(subscript_index(store))) for m in walk(node))
 
 
@@ -357,10 +358,6 @@ def _surely(stmts: list[Node], src: str, out: str, store: Node,
                 return True
         return False
     return seq(stmts)
-
-
-def _array(sub: Node) -> str:
-    return text(strip(sub.child_by_field_name("argument")))  # type: ignore[arg-type]
 
 
 
@@ -421,7 +418,7 @@ def _emit(plan: Plan, w: ZWalk) -> None:
         # input is not written during the walk (not aliased to the output, as above)
         queued = {n.start_byte for n, _d in w.reads}
         for n in walk(body) if body is not None else []:
-            if n.type == "subscript_expression" and _array(n) == w.src and \
+            if n.type == "subscript_expression" and subscript_array(n) == w.src and \
                     n.start_byte not in queued and n.parent is not None and \
                     n.parent.type != "pointer_expression":
                 rw.replace_span(n.start_byte, n.end_byte, make=_read_only(n))
